@@ -1,0 +1,166 @@
+-- llmtap ClickHouse schema: the single source used by the embedded store (chDB),
+-- the ClickHouse-server writer and the OTel Collector deployment.
+-- `{db}` is replaced by the database name. Every statement is idempotent.
+
+CREATE DATABASE IF NOT EXISTS {db};
+
+-- Exactly the table the OTel Collector ClickHouse exporter creates
+-- (exporter/clickhouseexporter/internal/sqltemplates/traces_table.sql).
+CREATE TABLE IF NOT EXISTS {db}.otel_traces (
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    ParentSpanId String CODEC(ZSTD(1)),
+    TraceState String CODEC(ZSTD(1)),
+    SpanName LowCardinality(String) CODEC(ZSTD(1)),
+    SpanKind LowCardinality(String) CODEC(ZSTD(1)),
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    ScopeName String CODEC(ZSTD(1)),
+    ScopeVersion String CODEC(ZSTD(1)),
+    SpanAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    Duration UInt64 CODEC(ZSTD(1)),
+    StatusCode LowCardinality(String) CODEC(ZSTD(1)),
+    StatusMessage String CODEC(ZSTD(1)),
+    Events Nested (
+        Timestamp DateTime64(9),
+        Name LowCardinality(String),
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    Links Nested (
+        TraceId String,
+        SpanId String,
+        TraceState String,
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_span_attr_value mapValues(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
+) ENGINE = MergeTree()
+PARTITION BY toDate(Timestamp)
+ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+
+-- One typed row per LLM call (the llm_calls contract in DESIGN.md).
+CREATE TABLE IF NOT EXISTS {db}.llm_calls (
+    timestamp DateTime64(6, 'UTC'),
+    trace_id String,
+    span_id String,
+    service LowCardinality(String),
+    provider LowCardinality(String),
+    api LowCardinality(String),
+    operation LowCardinality(String),
+    server_address LowCardinality(String),
+    request_model LowCardinality(String),
+    response_model LowCardinality(String),
+    request_id String,
+    response_id String,
+    stream Bool,
+    status_code UInt16,
+    outcome LowCardinality(String),
+    error_type LowCardinality(String),
+    error_code String,
+    error_message String,
+    mid_stream_error Bool,
+    finish_reason LowCardinality(String),
+    finish_reason_raw String,
+    input_tokens UInt64,
+    output_tokens UInt64,
+    cache_read_tokens UInt64,
+    cache_write_tokens UInt64,
+    reasoning_tokens UInt64,
+    usage_source LowCardinality(String),
+    cost_usd Nullable(Float64),
+    input_cost_usd Nullable(Float64),
+    output_cost_usd Nullable(Float64),
+    ttfb_ms Nullable(Float64),
+    ttft_ms Nullable(Float64),
+    duration_ms Float64,
+    decode_ms Nullable(Float64),
+    itl_p50_ms Nullable(Float64),
+    itl_p95_ms Nullable(Float64),
+    itl_max_ms Nullable(Float64),
+    output_tokens_per_s Nullable(Float64),
+    provider_processing_ms Nullable(Float64),
+    content_events UInt32,
+    tool_calls UInt32,
+    max_output_tokens Nullable(UInt32),
+    retry_after_s Nullable(Float64),
+    ratelimit_remaining_requests Nullable(Int64),
+    ratelimit_remaining_tokens Nullable(Int64),
+    request_bytes UInt64,
+    response_bytes UInt64,
+    user_id String,
+    session_id String,
+    tenant String,
+    feature String,
+    prompt_version String,
+    api_key_id String,
+    request_hash String
+) ENGINE = MergeTree()
+PARTITION BY toYYYYMM(timestamp)
+ORDER BY (service, provider, request_model, timestamp);
+
+-- otel_traces → llm_calls, whichever route (llmtap's writer or an OTel Collector)
+-- wrote the span. Only llmtap's own spans (its instrumentation scope) are selected.
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_calls_mv TO {db}.llm_calls AS
+SELECT
+    toDateTime64(Timestamp, 6, 'UTC') AS timestamp,
+    TraceId AS trace_id,
+    SpanId AS span_id,
+    ServiceName AS service,
+    SpanAttributes['gen_ai.provider.name'] AS provider,
+    SpanAttributes['llmtap.api'] AS api,
+    SpanAttributes['gen_ai.operation.name'] AS operation,
+    SpanAttributes['server.address'] AS server_address,
+    SpanAttributes['gen_ai.request.model'] AS request_model,
+    SpanAttributes['gen_ai.response.model'] AS response_model,
+    SpanAttributes['llmtap.request_id'] AS request_id,
+    SpanAttributes['gen_ai.response.id'] AS response_id,
+    SpanAttributes['gen_ai.request.stream'] = 'true' AS stream,
+    toUInt16OrZero(SpanAttributes['http.response.status_code']) AS status_code,
+    SpanAttributes['llmtap.outcome'] AS outcome,
+    SpanAttributes['error.type'] AS error_type,
+    SpanAttributes['llmtap.error_code'] AS error_code,
+    SpanAttributes['llmtap.error_message'] AS error_message,
+    SpanAttributes['llmtap.mid_stream_error'] = 'true' AS mid_stream_error,
+    SpanAttributes['llmtap.finish_reason'] AS finish_reason,
+    SpanAttributes['llmtap.finish_reason_raw'] AS finish_reason_raw,
+    toUInt64OrZero(SpanAttributes['gen_ai.usage.input_tokens']) AS input_tokens,
+    toUInt64OrZero(SpanAttributes['gen_ai.usage.output_tokens']) AS output_tokens,
+    toUInt64OrZero(SpanAttributes['gen_ai.usage.cache_read.input_tokens']) AS cache_read_tokens,
+    toUInt64OrZero(SpanAttributes['gen_ai.usage.cache_creation.input_tokens']) AS cache_write_tokens,
+    toUInt64OrZero(SpanAttributes['gen_ai.usage.reasoning.output_tokens']) AS reasoning_tokens,
+    SpanAttributes['llmtap.usage_source'] AS usage_source,
+    toFloat64OrNull(SpanAttributes['llmtap.cost_usd']) AS cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.input_cost_usd']) AS input_cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.output_cost_usd']) AS output_cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.ttfb_ms']) AS ttfb_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.ttft_ms']) AS ttft_ms,
+    Duration / 1e6 AS duration_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.decode_ms']) AS decode_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.itl_p50_ms']) AS itl_p50_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.itl_p95_ms']) AS itl_p95_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.itl_max_ms']) AS itl_max_ms,
+    toFloat64OrNull(SpanAttributes['llmtap.output_tokens_per_s']) AS output_tokens_per_s,
+    toFloat64OrNull(SpanAttributes['llmtap.provider_processing_ms']) AS provider_processing_ms,
+    toUInt32OrZero(SpanAttributes['llmtap.content_events']) AS content_events,
+    toUInt32OrZero(SpanAttributes['llmtap.tool_calls']) AS tool_calls,
+    toUInt32OrNull(SpanAttributes['gen_ai.request.max_tokens']) AS max_output_tokens,
+    toFloat64OrNull(SpanAttributes['llmtap.retry_after_s']) AS retry_after_s,
+    toInt64OrNull(SpanAttributes['llmtap.ratelimit_remaining_requests']) AS ratelimit_remaining_requests,
+    toInt64OrNull(SpanAttributes['llmtap.ratelimit_remaining_tokens']) AS ratelimit_remaining_tokens,
+    toUInt64OrZero(SpanAttributes['llmtap.request_bytes']) AS request_bytes,
+    toUInt64OrZero(SpanAttributes['llmtap.response_bytes']) AS response_bytes,
+    SpanAttributes['llmtap.user_id'] AS user_id,
+    SpanAttributes['llmtap.session_id'] AS session_id,
+    SpanAttributes['llmtap.tenant'] AS tenant,
+    SpanAttributes['llmtap.feature'] AS feature,
+    SpanAttributes['llmtap.prompt_version'] AS prompt_version,
+    SpanAttributes['llmtap.api_key_id'] AS api_key_id,
+    SpanAttributes['llmtap.request_hash'] AS request_hash
+FROM {db}.otel_traces
+WHERE ScopeName = 'llmtap';

@@ -1,0 +1,111 @@
+"""Anthropic Messages (api.anthropic.com, and the same events on Vertex/Bedrock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sse import SSEEvent
+from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+
+_CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+_TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+
+class AnthropicMessages(Adapter):
+    api = "anthropic.messages"
+    operation = "chat"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._raw: dict[str, int] = {}  # Anthropic's own (exclusive) counters, last value wins
+
+    def on_request(self, body: Any) -> None:
+        super().on_request(body)
+        if isinstance(body, dict):
+            self.req.max_output_tokens = as_opt_int(body.get("max_tokens"))
+            self.req.user = as_str(d(body, "metadata").get("user_id"))
+
+    def _usage(self, u: dict[str, Any]) -> None:
+        for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            if isinstance(u.get(key), int):
+                self._raw[key] = as_int(u[key])
+        thinking = d(u, "output_tokens_details").get("thinking_tokens")
+        if isinstance(thinking, int):
+            self._raw["thinking"] = as_int(thinking)
+        r = self._raw
+        cw, cr = r.get("cache_creation_input_tokens", 0), r.get("cache_read_input_tokens", 0)
+        self.obs.usage = Usage(
+            input=r.get("input_tokens", 0) + cw + cr,
+            output=r.get("output_tokens", 0),
+            cache_read=cr,
+            cache_write=cw,
+            reasoning=r.get("thinking", 0),
+        )
+
+    def _message(self, msg: dict[str, Any]) -> None:
+        if isinstance(msg.get("model"), str) and msg["model"]:
+            self.obs.response_model = msg["model"]
+        if isinstance(msg.get("id"), str) and msg["id"]:
+            self.obs.response_id = msg["id"]
+        usage = msg.get("usage")
+        if isinstance(usage, dict):
+            self._usage(usage)
+
+    def on_event(self, ev: SSEEvent, t: float) -> None:
+        etype = ev.event
+        if etype == "ping":
+            return
+        obj = self.parse(ev.data)
+        if not isinstance(obj, dict):
+            return
+        if etype == "message" or not etype:
+            etype = as_str(obj.get("type"))
+        if etype == "content_block_delta":
+            delta = d(obj, "delta")
+            key = _CONTENT_DELTAS.get(as_str(delta.get("type")))
+            if key is not None:
+                text = delta.get(key)
+                if isinstance(text, str) and (text or key == "partial_json"):
+                    self.obs.text(text)
+                    self.content(t)
+        elif etype == "content_block_start":
+            block = d(obj, "content_block")
+            btype = block.get("type")
+            if btype in _TOOL_BLOCKS:
+                self.obs.tool_call_keys.add(block.get("id") or obj.get("index"))
+                self.obs.text(as_str(block.get("name")))
+                self.content(t)
+            elif btype == "text" and block.get("text"):
+                self.obs.text(as_str(block.get("text")))
+                self.content(t)
+        elif etype == "message_start":
+            self._message(d(obj, "message"))
+        elif etype == "message_delta":
+            delta = d(obj, "delta")
+            if delta.get("stop_reason"):
+                self.set_finish(delta["stop_reason"])
+            usage = obj.get("usage")
+            if isinstance(usage, dict):
+                self._usage(usage)
+        elif etype == "message_stop":
+            self.obs.terminal = True
+        elif etype == "error":
+            self.mid_stream_error(error_from_body(obj) or ErrorInfo(message="unknown error"))
+
+    def on_json(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        err = error_from_body(obj)
+        if err is not None:
+            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+            return
+        self.obs.terminal = True
+        self._message(obj)
+        for block in obj.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") in _TOOL_BLOCKS:
+                self.obs.tool_call_keys.add(block.get("id"))
+            self.obs.text(as_str(block.get("text") or block.get("thinking")))
+        if obj.get("stop_reason"):
+            self.set_finish(obj["stop_reason"])

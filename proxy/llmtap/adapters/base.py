@@ -1,0 +1,206 @@
+"""The adapter interface shared by every wire API.
+
+An adapter is pure: it sees the parsed request body, then either framed stream
+events (with their wire arrival time) or the complete JSON body, and fills an
+:class:`Observation`. It never does I/O and never sees headers; the capture layer
+owns transport facts (status, headers, bytes, timings of the response itself).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..sse import SSEEvent
+from ..timing import ContentClock
+
+MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
+
+# Provider finish/stop values → the contract's normalized finish_reason.
+FINISH_MAP: dict[str, str] = {
+    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
+    "completed": "stop", "eos": "stop", "end": "stop",
+    "length": "length", "max_tokens": "length", "max_output_tokens": "length",
+    "model_context_window_exceeded": "length", "model_length": "length",
+    "tool_calls": "tool_calls", "function_call": "tool_calls", "tool_use": "tool_calls",
+    "content_filter": "content_filter", "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter", "safety": "content_filter",
+    "refusal": "refusal",
+    "error": "error", "failed": "error",
+}
+
+
+def normalize_finish(raw: str) -> str:
+    return FINISH_MAP.get(raw.lower(), "") if raw else ""
+
+
+@dataclass(slots=True)
+class Usage:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+@dataclass(slots=True)
+class ErrorInfo:
+    code: str = ""
+    type: str = ""
+    message: str = ""
+    in_body_after_2xx: bool = False
+    retry_after_s: float | None = None
+
+
+@dataclass(slots=True)
+class Observation:
+    """What the body told us. Filled by adapters, read by the record builder."""
+
+    response_model: str = ""
+    response_id: str = ""
+    finish_raw: str = ""
+    finish: str = ""
+    usage: Usage | None = None  # provider-reported, last seen wins (it is cumulative)
+    provider_cost_usd: float | None = None
+    error: ErrorInfo | None = None
+    terminal: bool = False  # the API's end-of-stream marker was seen
+    tool_call_keys: set[Any] = field(default_factory=set)
+    clock: ContentClock = field(default_factory=ContentClock)
+    output_text: list[str] = field(default_factory=list)
+    output_chars: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def text(self, s: str) -> None:
+        if s and self.output_chars < MAX_TEXT_CHARS:
+            self.output_text.append(s)
+            self.output_chars += len(s)
+
+
+@dataclass(slots=True)
+class RequestInfo:
+    model: str = ""
+    stream: bool = False
+    max_output_tokens: int | None = None
+    user: str = ""
+    wants_stream_usage: bool = True
+    input_text: str = ""  # concatenated prompt text, for estimation only
+
+
+def as_int(v: Any) -> int:
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        return max(v, 0)
+    if isinstance(v, float) and v == v:
+        return max(int(v), 0)
+    return 0
+
+
+def as_opt_int(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return int(v)
+
+
+def as_str(v: Any) -> str:
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else str(v)
+
+
+def d(obj: Any, key: str) -> dict[str, Any]:
+    """``obj[key]`` if it is a dict, else an empty dict (tolerates nulls and junk)."""
+    if isinstance(obj, dict):
+        v = obj.get(key)
+        if isinstance(v, dict):
+            return v
+    return {}
+
+
+def collect_text(value: Any, out: list[str], budget: int = MAX_TEXT_CHARS) -> None:
+    """Gather prompt text from a request body (messages, content parts, input, system...)."""
+    stack = [value]
+    total = 0
+    while stack and total < budget:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+            total += len(v)
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            for k in ("text", "content", "input", "prompt", "system", "messages", "instructions",
+                      "arguments", "parts"):
+                if k in v:
+                    stack.append(v[k])
+
+
+def error_from_body(obj: Any) -> ErrorInfo | None:
+    """The error carried by a JSON body, in any of the shapes providers use."""
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict):
+        return ErrorInfo(
+            code=as_str(err.get("code")),
+            type=as_str(err.get("type") or err.get("status")),
+            message=as_str(err.get("message"))[:1000],
+        )
+    if isinstance(err, str) and err:
+        return ErrorInfo(message=err[:1000])
+    if obj.get("object") == "error" or (obj.get("type") == "error" and "message" in obj):
+        return ErrorInfo(code=as_str(obj.get("code")), type=as_str(obj.get("type")),
+                         message=as_str(obj.get("message"))[:1000])
+    return None
+
+
+class Adapter:
+    """Base class: subclasses set ``api``/``operation`` and override the hooks they need."""
+
+    api: ClassVar[str] = ""
+    operation: ClassVar[str] = "chat"
+
+    def __init__(self) -> None:
+        self.obs = Observation()
+        self.req = RequestInfo()
+
+    # -- request -------------------------------------------------------------------
+    def on_request(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            return
+        self.req.model = as_str(body.get("model"))
+        self.req.stream = body.get("stream") is True
+        self.req.user = as_str(body.get("user"))
+        parts: list[str] = []
+        collect_text(body, parts)
+        self.req.input_text = "\n".join(parts)
+
+    # -- response ------------------------------------------------------------------
+    def on_event(self, ev: SSEEvent, t: float) -> None:
+        """A framed stream event, arrived at monotonic time ``t``."""
+
+    def on_json(self, obj: Any, t: float) -> None:
+        """The complete (non-stream) JSON body of a 2xx response."""
+
+    # -- helpers -------------------------------------------------------------------
+    def content(self, t: float) -> None:
+        self.obs.clock.mark(t)
+
+    def set_finish(self, raw: Any) -> None:
+        raw_s = as_str(raw)
+        if raw_s:
+            self.obs.finish_raw = raw_s
+            self.obs.finish = normalize_finish(raw_s)
+
+    def mid_stream_error(self, err: ErrorInfo) -> None:
+        err.in_body_after_2xx = True
+        self.obs.error = err
+        self.obs.terminal = True
+
+    @staticmethod
+    def parse(data: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None

@@ -1,0 +1,132 @@
+"""OpenAI Chat Completions (and every OpenAI-compatible server speaking it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sse import SSEEvent
+from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+
+# Delta keys that carry generated content. A role-only delta does not.
+_CONTENT_KEYS = ("content", "refusal", "reasoning_content", "reasoning", "audio")
+
+
+def parse_chat_usage(u: dict[str, Any]) -> Usage:
+    ptd = d(u, "prompt_tokens_details")
+    ctd = d(u, "completion_tokens_details")
+    cache_read = as_int(ptd.get("cached_tokens")) or as_int(u.get("prompt_cache_hit_tokens"))
+    return Usage(
+        input=as_int(u.get("prompt_tokens")),
+        output=as_int(u.get("completion_tokens")),
+        cache_read=cache_read,
+        cache_write=as_int(ptd.get("cache_write_tokens")),
+        reasoning=as_int(ctd.get("reasoning_tokens")),
+    )
+
+
+class OpenAIChat(Adapter):
+    api = "openai.chat_completions"
+    operation = "chat"
+
+    def on_request(self, body: Any) -> None:
+        super().on_request(body)
+        if isinstance(body, dict):
+            self.req.max_output_tokens = as_opt_int(body.get("max_completion_tokens")) or as_opt_int(
+                body.get("max_tokens"))
+            self.req.wants_stream_usage = d(body, "stream_options").get("include_usage") is True
+
+    def _meta(self, obj: dict[str, Any]) -> None:
+        model = obj.get("model")
+        if model and isinstance(model, str):
+            self.obs.response_model = model
+        rid = obj.get("id")
+        if rid and isinstance(rid, str) and not self.obs.response_id:
+            self.obs.response_id = rid
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.obs.usage = parse_chat_usage(usage)
+            cost = usage.get("cost")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                self.obs.provider_cost_usd = float(cost)
+
+    def _delta_has_content(self, choice: dict[str, Any]) -> bool:
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return False
+        for k in _CONTENT_KEYS:
+            v = delta.get(k)
+            if v:
+                if isinstance(v, str):
+                    self.obs.text(v)
+                return True
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            for i, call in enumerate(calls):
+                if isinstance(call, dict):
+                    idx = call.get("index", i)
+                    self.obs.tool_call_keys.add((choice.get("index", 0), idx))
+                    fn = d(call, "function")
+                    self.obs.text(as_str(fn.get("name")) + as_str(fn.get("arguments")))
+            return True
+        fc = delta.get("function_call")
+        if isinstance(fc, dict) and fc:
+            self.obs.tool_call_keys.add((choice.get("index", 0), "fc"))
+            self.obs.text(as_str(fc.get("arguments")))
+            return True
+        return False
+
+    def on_event(self, ev: SSEEvent, t: float) -> None:
+        data = ev.data
+        if data.startswith("[DONE]"):
+            self.obs.terminal = True
+            return
+        obj = self.parse(data)
+        if not isinstance(obj, dict):
+            return
+        err = error_from_body(obj)
+        if err is not None:
+            self._meta(obj)
+            self.mid_stream_error(err)
+            return
+        self._meta(obj)
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return
+        has_content = False
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            if self._delta_has_content(choice) or self._choice_text(choice):
+                has_content = True
+            fr = choice.get("finish_reason")
+            if fr:
+                self.set_finish(fr)
+        if has_content:
+            self.content(t)
+
+    def _choice_text(self, choice: dict[str, Any]) -> bool:
+        return False  # chat chunks carry content in ``delta`` only
+
+    def on_json(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        self._meta(obj)
+        err = error_from_body(obj)
+        if err is not None:
+            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+            return
+        self.obs.terminal = True
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            msg = d(choice, "message")
+            self.obs.text(as_str(msg.get("content")) or as_str(choice.get("text")))
+            calls = msg.get("tool_calls")
+            if isinstance(calls, list):
+                for i, _ in enumerate(calls):
+                    self.obs.tool_call_keys.add((choice.get("index", 0), i))
+            if choice.get("finish_reason"):
+                self.set_finish(choice.get("finish_reason"))

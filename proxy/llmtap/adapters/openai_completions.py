@@ -1,0 +1,19 @@
+"""OpenAI legacy Completions: chunks have the full-response shape with ``choices[].text``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .openai_chat import OpenAIChat
+
+
+class OpenAICompletions(OpenAIChat):
+    api = "openai.completions"
+    operation = "text_completion"
+
+    def _choice_text(self, choice: dict[str, Any]) -> bool:
+        text = choice.get("text")
+        if isinstance(text, str) and text:
+            self.obs.text(text)
+            return True
+        return False

@@ -1,0 +1,25 @@
+"""OpenAI Embeddings: a JSON body with ``usage.prompt_tokens``; no output tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Adapter, ErrorInfo, Usage, as_int, as_str, error_from_body
+
+
+class OpenAIEmbeddings(Adapter):
+    api = "openai.embeddings"
+    operation = "embeddings"
+
+    def on_json(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        err = error_from_body(obj)
+        if err is not None:
+            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+            return
+        self.obs.terminal = True
+        self.obs.response_model = as_str(obj.get("model"))
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.obs.usage = Usage(input=as_int(usage.get("prompt_tokens")))

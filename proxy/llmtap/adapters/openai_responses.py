@@ -1,0 +1,112 @@
+"""OpenAI Responses API: typed events, usage in the terminal ``response.*`` event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sse import SSEEvent
+from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_TOOL_ITEMS = frozenset({"function_call", "custom_tool_call", "mcp_call", "computer_call",
+                         "local_shell_call", "web_search_call", "file_search_call",
+                         "code_interpreter_call", "image_generation_call"})
+_TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta",
+                          "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
+                          "response.function_call_arguments.delta"})
+
+
+def parse_responses_usage(u: dict[str, Any]) -> Usage:
+    itd = d(u, "input_tokens_details")
+    otd = d(u, "output_tokens_details")
+    return Usage(
+        input=as_int(u.get("input_tokens")),
+        output=as_int(u.get("output_tokens")),
+        cache_read=as_int(itd.get("cached_tokens")),
+        cache_write=as_int(itd.get("cache_write_tokens")),
+        reasoning=as_int(otd.get("reasoning_tokens")),
+    )
+
+
+class OpenAIResponses(Adapter):
+    api = "openai.responses"
+    operation = "chat"
+
+    def on_request(self, body: Any) -> None:
+        super().on_request(body)
+        if isinstance(body, dict):
+            self.req.max_output_tokens = as_opt_int(body.get("max_output_tokens"))
+
+    def _response(self, resp: dict[str, Any]) -> None:
+        if isinstance(resp.get("model"), str) and resp["model"]:
+            self.obs.response_model = resp["model"]
+        if isinstance(resp.get("id"), str) and resp["id"]:
+            self.obs.response_id = resp["id"]
+        usage = resp.get("usage")
+        if isinstance(usage, dict):
+            self.obs.usage = parse_responses_usage(usage)
+        output = resp.get("output")
+        if isinstance(output, list):
+            for i, item in enumerate(output):
+                if isinstance(item, dict) and item.get("type") in _TOOL_ITEMS:
+                    self.obs.tool_call_keys.add(item.get("id") or i)
+
+    def _terminal(self, resp: dict[str, Any]) -> None:
+        self.obs.terminal = True
+        self._response(resp)
+        status = as_str(resp.get("status"))
+        if status == "incomplete":
+            reason = as_str(d(resp, "incomplete_details").get("reason")) or status
+            self.set_finish(reason)
+        elif status == "failed":
+            err = d(resp, "error")
+            self.set_finish("failed")
+            self.mid_stream_error(ErrorInfo(code=as_str(err.get("code")), type=as_str(err.get("type")),
+                                            message=as_str(err.get("message"))[:1000]))
+        elif status:
+            self.obs.finish_raw = status
+            self.obs.finish = "tool_calls" if self.obs.tool_call_keys else "stop"
+
+    def on_event(self, ev: SSEEvent, t: float) -> None:
+        etype = ev.event
+        if etype in _TEXT_DELTAS or (etype.endswith(".delta") and etype.startswith("response.")):
+            self.content(t)
+            obj = self.parse(ev.data)
+            if isinstance(obj, dict) and isinstance(obj.get("delta"), str):
+                self.obs.text(obj["delta"])
+            return
+        if ev.data.startswith("[DONE]"):
+            return
+        obj = self.parse(ev.data)
+        if not isinstance(obj, dict):
+            return
+        etype = as_str(obj.get("type")) or etype
+        if etype in _TERMINAL:
+            self._terminal(d(obj, "response"))
+        elif etype == "error":
+            err = error_from_body(obj) or ErrorInfo()
+            if not err.code and not err.message:
+                err = ErrorInfo(code=as_str(obj.get("code")), type=as_str(obj.get("type")),
+                                message=as_str(obj.get("message"))[:1000])
+            self.mid_stream_error(err)
+        elif etype in ("response.created", "response.in_progress", "response.queued"):
+            self._response(d(obj, "response"))
+        elif etype == "response.output_item.added":
+            item = d(obj, "item")
+            if item.get("type") in _TOOL_ITEMS:
+                self.obs.tool_call_keys.add(item.get("id") or obj.get("output_index"))
+                self.content(t)
+
+    def on_json(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        err = error_from_body(obj)
+        if err is not None and obj.get("status") != "failed":
+            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+            return
+        for item in obj.get("output") or []:
+            if isinstance(item, dict):
+                for part in item.get("content") or []:
+                    if isinstance(part, dict):
+                        self.obs.text(as_str(part.get("text")))
+        self._terminal(obj)

@@ -1,0 +1,125 @@
+"""The mitmproxy addon: thin glue between flows and :mod:`llmtap.capture`.
+
+Hooks only copy plain values out of the flow and enqueue; nothing here blocks.
+Hosts that are not LLM providers never get here over HTTPS (mitmproxy tunnels
+them, see ``allow_hosts``); plain-HTTP ones are streamed through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from mitmproxy import http
+from mitmproxy.proxy import server_hooks
+
+from .attribution import ATTRIBUTION_HEADERS, Fingerprinter, read_attribution
+from .capture import Capture, End, RequestFacts
+from .pipeline import Pipeline
+from .providers import adapter_for, allow_host_patterns, api_for_request, provider_for_call
+
+log = logging.getLogger("llmtap.addon")
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+_KEY = "llmtap"
+
+
+@dataclass
+class AddonConfig:
+    service: str = ""
+    intercept: list[str] = field(default_factory=list)
+    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+
+
+class LlmTapAddon:
+    def __init__(self, cfg: AddonConfig, pipeline: Pipeline, fingerprinter: Fingerprinter) -> None:
+        self.cfg = cfg
+        self.pipeline = pipeline
+        self.fp = fingerprinter
+        self._intercepted = [re.compile(p, re.IGNORECASE) for p in allow_host_patterns(cfg.intercept)]
+        self.running_since: float | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def running(self) -> None:
+        self.running_since = time.time()
+
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        addr = data.server.address
+        if addr and self.cfg.connect_to:
+            target = self.cfg.connect_to.get((str(addr[0]).lower(), int(addr[1])))
+            if target is not None:
+                data.server.address = target
+
+    # -- HTTP ----------------------------------------------------------------------
+    def is_intercepted(self, host: str, port: int) -> bool:
+        hp = f"{host}:{port}"
+        return any(rx.match(hp) for rx in self._intercepted)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
+        req = flow.request
+        if not self.is_intercepted(req.host, req.port):
+            req.stream = True  # not ours: pass through, never buffer
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        if req.stream:
+            return
+        t0 = flow.metadata.get("llmtap_t0") or (time.time(), time.monotonic())
+        headers = [(k.lower(), v) for k, v in req.headers.items(multi=True)]
+        for name in ATTRIBUTION_HEADERS:
+            if name in req.headers:
+                del req.headers[name]
+        names = {k for k, _ in headers}
+        api = api_for_request(req.method, req.path, None, names)
+        if api is None:
+            return
+        try:
+            body = req.get_content(strict=False) or b""
+        except Exception:
+            body = req.raw_content or b""
+        trace_id, parent = secrets.token_hex(16), ""
+        tp = req.headers.get("traceparent", "")
+        m = _TRACEPARENT.match(tp.strip().lower()) if tp else None
+        if m and m.group(1) != "0" * 32:
+            trace_id, parent = m.group(1), m.group(2)
+        facts = RequestFacts(
+            method=req.method, host=req.host, port=req.port, path=req.path, headers=headers, body=body,
+            start_wall=t0[0], start_mono=t0[1], provider=provider_for_call(req.host, api), api=api,
+            service=self.cfg.service or "unknown_service", attribution=read_attribution(headers),
+            api_key_id=self.fp.api_key_id(headers, req.path.partition("?")[2]),
+            trace_id=trace_id, span_id=secrets.token_hex(8), parent_span_id=parent,
+        )
+        flow.metadata[_KEY] = Capture(facts, adapter_for(api), self._parse_error)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        resp = flow.response
+        if resp is None:
+            return
+        cap: Capture | None = flow.metadata.get(_KEY)
+        if cap is None:
+            resp.stream = True
+            return
+        cap.on_response_headers(resp.status_code, [(k.lower(), v) for k, v in resp.headers.items(multi=True)],
+                                time.monotonic())
+        resp.stream = cap.tee
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        cap: Capture | None = flow.metadata.pop(_KEY, None)
+        if cap is not None:
+            self.pipeline.submit(cap, End("complete", time.monotonic()))
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        cap: Capture | None = flow.metadata.pop(_KEY, None)
+        if cap is None:
+            return
+        msg = flow.error.msg if flow.error else ""
+        low = msg.lower()
+        kind = "client_disconnected" if ("client disconnected" in low or "by client" in low) else "upstream_error"
+        self.pipeline.submit(cap, End(kind, time.monotonic(), msg))
+
+    def _parse_error(self, api: str, e: BaseException) -> None:
+        self.pipeline.metrics.parse_errors.labels(api).inc()
+        log.warning("side parser failed for a %s call (traffic unaffected): %s", api, e)

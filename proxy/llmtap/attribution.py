@@ -1,0 +1,79 @@
+"""Attribution (who made the call) and credential fingerprints (which key paid).
+
+``x-llmtap-*`` headers are read here and stripped by the addon before the request
+goes upstream. Credentials are never kept: only a keyed, non-reversible
+fingerprint (HMAC-SHA256 with a per-install secret) identifies the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+ATTRIBUTION_HEADERS = {
+    "x-llmtap-service": "service",
+    "x-llmtap-user": "user_id",
+    "x-llmtap-session": "session_id",
+    "x-llmtap-tenant": "tenant",
+    "x-llmtap-feature": "feature",
+    "x-llmtap-prompt-version": "prompt_version",
+}
+# Session headers other tools already send; read (never stripped) when ours are absent.
+FOREIGN_SESSION_HEADERS = ("helicone-session-id", "x-session-id", "langfuse-session-id")
+
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization")
+CREDENTIAL_QUERY_KEYS = ("key", "api-key", "api_key")
+
+
+def read_attribution(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    foreign: dict[str, str] = {}
+    for k, v in headers:
+        field = ATTRIBUTION_HEADERS.get(k)
+        if field and v:
+            out[field] = v[:256]
+        elif k in FOREIGN_SESSION_HEADERS and v:
+            foreign.setdefault("session_id", v[:256])
+    for k, v in foreign.items():
+        out.setdefault(k, v)
+    return out
+
+
+class Fingerprinter:
+    """Keyed fingerprints of credentials; the secret lives in the data dir (mode 0600)."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    @classmethod
+    def from_data_dir(cls, data_dir: Path) -> Fingerprinter:
+        path = data_dir / "install-secret"
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+        os.chmod(path, 0o600)
+        return cls(path.read_bytes())
+
+    def fingerprint(self, credential: str) -> str:
+        return hmac.new(self._secret, credential.encode(), hashlib.sha256).hexdigest()[:16]
+
+    def api_key_id(self, headers: Iterable[tuple[str, str]], query: str = "") -> str:
+        for k, v in headers:
+            if k in CREDENTIAL_HEADERS[:4] and v:
+                token = v.split(" ", 1)[1] if k == "authorization" and " " in v else v
+                return self.fingerprint(token.strip())
+            if k == "authorization" and v.startswith("AWS4-HMAC-SHA256"):
+                # SigV4: the access key id is the stable identity, the signature is not.
+                cred = v.split("Credential=", 1)[-1].split("/", 1)[0]
+                return self.fingerprint(cred)
+        if query:
+            for k, v in parse_qsl(query):
+                if k in CREDENTIAL_QUERY_KEYS and v:
+                    return self.fingerprint(v)
+        return ""

@@ -1,0 +1,226 @@
+"""The ``llmtap`` command line. Every flag also reads ``LLMTAP_<FLAG>`` from the environment."""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .providers import parse_host_port
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_ADMIN = "127.0.0.1:9464"
+DEFAULT_DATA_DIR = "./llmtap-data"
+
+
+def _env(flag: str, default: Any = None) -> Any:
+    return os.environ.get("LLMTAP_" + flag.upper().replace("-", "_"), default)
+
+
+def _env_list(flag: str) -> list[str]:
+    v = _env(flag, "")
+    return [x.strip() for x in v.split(",") if x.strip()] if v else []
+
+
+def _env_bool(flag: str) -> bool:
+    return str(_env(flag, "")).lower() in ("1", "true", "yes", "on")
+
+
+def _addr(spec: str, what: str) -> tuple[str, int]:
+    try:
+        host, port = parse_host_port(spec)
+    except ValueError as e:
+        raise SystemExit(f"llmtap: invalid {what} {spec!r}: {e}") from None
+    if port is None:
+        raise SystemExit(f"llmtap: {what} needs HOST:PORT, got {spec!r}")
+    return host, port
+
+
+def _connect_to(specs: list[str]) -> dict[tuple[str, int], tuple[str, int]]:
+    out: dict[tuple[str, int], tuple[str, int]] = {}
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
+            raise SystemExit(f"llmtap: --connect-to takes HOST:PORT:ADDR:PORT, got {spec!r}")
+        out[(parts[0].lower(), int(parts[1]))] = (parts[2], int(parts[3]))
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR),
+                   help="CA, embedded store, spool (default ./llmtap-data)")
+    p.add_argument("--store", default=_env("store"),
+                   help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="llmtap", description="Observability sidecar for LLM API traffic.")
+    p.add_argument("--version", action="version", version=f"llmtap {__version__}")
+    p.add_argument("--log-level", default=_env("log-level", "INFO"))
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the sidecar proxy")
+    run.add_argument("--listen", default=_env("listen", DEFAULT_LISTEN), help="proxy address HOST:PORT")
+    run.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN), help="admin HTTP address HOST:PORT")
+    _common(run)
+    run.add_argument("--intercept", action="append", default=_env_list("intercept"), metavar="HOST[:PORT]",
+                     help="also intercept this host (repeatable; env: comma-separated)")
+    run.add_argument("--upstream-ca", default=_env("upstream-ca"), help="extra CA bundle for upstream TLS")
+    run.add_argument("--otlp-endpoint", default=_env("otlp-endpoint", os.environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT")), help="OTLP endpoint for spans")
+    run.add_argument("--capture-content", action="store_true", default=_env_bool("capture-content"),
+                     help="opt-in prompt/response capture (redacted, size-capped)")
+    run.add_argument("--service", default=_env("service", os.environ.get("OTEL_SERVICE_NAME", "")),
+                     help="service name for calls without x-llmtap-service (default $OTEL_SERVICE_NAME)")
+    run.add_argument("--connect-to", action="append", default=_env_list("connect-to"),
+                     metavar="HOST:PORT:ADDR:PORT",
+                     help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to")
+    run.add_argument("--proxy-auth", default=_env("proxy-auth", ""), help="USER:PASS required from clients")
+    run.add_argument("--allow-open-proxy", action="store_true", default=_env_bool("allow-open-proxy"),
+                     help="allow a non-loopback --listen without --proxy-auth")
+    run.add_argument("--admin-token", default=_env("admin-token", ""), help="bearer token for the admin API")
+
+    sql = sub.add_parser("sql", help="read-only SQL on the store")
+    sql.add_argument("query")
+    sql.add_argument("--format", default=_env("format"), help="ClickHouse output format (JSONEachRow, CSV, ...)")
+    sql.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN), help="a running sidecar's admin address")
+    sql.add_argument("--admin-token", default=_env("admin-token", ""))
+    _common(sql)
+
+    ca = sub.add_parser("ca", help="print the CA certificate path")
+    ca.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
+
+    env = sub.add_parser("env", help="print the shell exports a client needs")
+    env.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
+    env.add_argument("--listen", default=_env("listen", DEFAULT_LISTEN))
+
+    mock = sub.add_parser("mock-provider", help="a local HTTPS server replaying realistic LLM streams")
+    mock.add_argument("--listen", default=_env("mock-listen", "127.0.0.1:0"))
+    mock.add_argument("--cert-dir", default=_env("mock-cert-dir", "./llmtap-mock"))
+    return p
+
+
+def _store_url(args: argparse.Namespace) -> str:
+    from .store.open import default_store_url
+
+    return args.store or default_store_url(Path(args.data_dir))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .sidecar import ConfigError, RunConfig, run
+    from .store.open import StoreURLError
+
+    cfg = RunConfig(
+        listen=_addr(args.listen, "--listen"), admin=_addr(args.admin, "--admin"),
+        data_dir=Path(args.data_dir).resolve(), store=_store_url(args),
+        intercept=list(args.intercept), upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
+        connect_to=_connect_to(args.connect_to), service=args.service, proxy_auth=args.proxy_auth,
+        allow_open_proxy=args.allow_open_proxy, admin_token=args.admin_token,
+    )
+    for spec in cfg.intercept:
+        try:
+            parse_host_port(spec)
+        except ValueError as e:
+            raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
+    if args.otlp_endpoint or args.capture_content:
+        logging.getLogger("llmtap").warning(
+            "--otlp-endpoint and --capture-content are accepted but not implemented in this build")
+    try:
+        return run(cfg)
+    except (ConfigError, StoreURLError, FileNotFoundError) as e:
+        print(f"llmtap: {e}", file=sys.stderr)
+        return 2
+
+
+def _post_sql(admin: str, token: str, query: str, fmt: str) -> tuple[int, bytes] | None:
+    host, port = _addr(admin, "--admin")
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        conn.request("POST", "/api/sql", body=json.dumps({"query": query, "format": fmt}), headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (ConnectionRefusedError, OSError):
+        return None
+    finally:
+        conn.close()
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from .admin import run_sql
+    from .sqlguard import ReadOnlyViolation
+
+    fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSVWithNames")
+    res = _post_sql(args.admin, args.admin_token, args.query, fmt) if args.admin else None
+    if res is not None:
+        status, body = res
+        if status != 200:
+            sys.stderr.write(f"llmtap: {body.decode(errors='replace').strip()}\n")
+            return 2
+        sys.stdout.buffer.write(body)
+        return 0
+    from .store.open import StoreURLError, open_backend
+
+    try:
+        backend = open_backend(_store_url(args))
+    except StoreURLError as e:
+        print(f"llmtap: {e}", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.buffer.write(run_sql(backend.query, args.query, fmt))
+    except ReadOnlyViolation as e:
+        print(f"llmtap: refused: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        print(f"llmtap: query failed: {e}", file=sys.stderr)
+        return 2
+    finally:
+        backend.close()
+    return 0
+
+
+def cmd_ca(args: argparse.Namespace) -> int:
+    from .ca import ensure_ca
+
+    print(ensure_ca(Path(args.data_dir).resolve()))
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from .ca import client_bundle
+
+    bundle = client_bundle(Path(args.data_dir).resolve())
+    host, port = _addr(args.listen, "--listen")
+    proxy = f"http://{host}:{port}"
+    for name, value in (("HTTPS_PROXY", proxy), ("https_proxy", proxy), ("SSL_CERT_FILE", bundle),
+                        ("REQUESTS_CA_BUNDLE", bundle), ("NODE_EXTRA_CA_CERTS", bundle)):
+        print(f"export {name}='{value}'")
+    return 0
+
+
+def cmd_mock(args: argparse.Namespace) -> int:
+    from .mock import serve
+
+    host, port = _addr(args.listen, "--listen")
+    return serve(host, port, Path(args.cert_dir))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mitmproxy").setLevel(logging.WARNING)
+    handlers = {"run": cmd_run, "sql": cmd_sql, "ca": cmd_ca, "env": cmd_env, "mock-provider": cmd_mock}
+    return handlers[args.command](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

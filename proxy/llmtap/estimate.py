@@ -1,0 +1,95 @@
+"""Token estimation, used only when the provider reported no usage (marked ``estimated``).
+
+tiktoken fetches its BPE files on first use. The files are cached under the data
+dir (``TIKTOKEN_CACHE_DIR``); when they cannot be fetched (offline), estimation falls
+back to a documented heuristic: ``ceil(len(utf8 bytes) / 4)``. The estimator used is
+reported per call in the span attribute ``llmtap.usage_estimator``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger("llmtap.estimate")
+
+HEURISTIC = "heuristic:bytes/4"
+
+
+class Encoding(Protocol):
+    name: str
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+def heuristic_count(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8", "replace")) / 4) if text else 0
+
+
+def encoding_name_for(model: str) -> str:
+    """The tiktoken encoding for a model; o200k_base for recent and unknown models."""
+    m = model.lower()
+    if any(m.startswith(p) for p in ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")) \
+            and not m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5")):
+        return "cl100k_base"
+    return "o200k_base"
+
+
+def _tiktoken_loader(name: str) -> Encoding:
+    import tiktoken
+
+    return tiktoken.get_encoding(name)  # type: ignore[no-any-return]
+
+
+class TokenEstimator:
+    """Thread-safe; loads each encoding once, remembers failures (no retry storms offline)."""
+
+    def __init__(self, cache_dir: Path | None = None,
+                 loader: Callable[[str], Encoding] | None = None) -> None:
+        if cache_dir is not None:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir))
+        self._loader = loader or _tiktoken_loader
+        self._encodings: dict[str, Encoding | None] = {}
+        self._lock = threading.Lock()
+
+    def _encoding(self, name: str) -> Encoding | None:
+        with self._lock:
+            if name in self._encodings:
+                return self._encodings[name]
+        enc: Encoding | None
+        try:
+            enc = self._loader(name)
+        except Exception as e:  # offline, corrupt cache, ...
+            log.warning("tiktoken encoding %s unavailable (%s); estimates use %s", name,
+                        str(e).splitlines()[0][:120], HEURISTIC)
+            enc = None
+        with self._lock:
+            self._encodings[name] = enc
+        return enc
+
+    def count(self, text: str, model: str) -> tuple[int, str]:
+        """(token count, estimator label)."""
+        if not text:
+            return 0, HEURISTIC
+        name = encoding_name_for(model)
+        enc = self._encoding(name)
+        if enc is None:
+            return heuristic_count(text), HEURISTIC
+        try:
+            return len(enc.encode_ordinary(text)), f"tiktoken:{name}"
+        except Exception:
+            return heuristic_count(text), HEURISTIC
+
+
+def preload(estimator: TokenEstimator, names: tuple[str, ...] = ("o200k_base", "cl100k_base")) -> Any:
+    """Warm the encodings in a background thread so the first estimate does not wait."""
+    t = threading.Thread(target=lambda: [estimator._encoding(n) for n in names],
+                         name="llmtap-tiktoken", daemon=True)
+    t.start()
+    return t

@@ -1,0 +1,157 @@
+"""``llmtap run``: assembles the proxy, the pipeline, the store and the admin server."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .addon import AddonConfig, LlmTapAddon
+from .admin import AdminServer, AdminState
+from .attribution import Fingerprinter
+from .ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
+from .estimate import TokenEstimator, preload
+from .metrics import Metrics
+from .otel import otel_traces_row
+from .pipeline import Pipeline
+from .providers import allow_host_patterns
+from .store.open import open_backend
+from .store.writer import StoreWriter
+
+log = logging.getLogger("llmtap")
+
+# Reasoning models can stay silent for many minutes: keep idle connections for 35 min.
+TCP_TIMEOUT_S = 35 * 60
+
+
+@dataclass
+class RunConfig:
+    listen: tuple[str, int]
+    admin: tuple[str, int]
+    data_dir: Path
+    store: str
+    intercept: list[str] = field(default_factory=list)
+    upstream_ca: Path | None = None
+    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    service: str = ""
+    proxy_auth: str = ""
+    allow_open_proxy: bool = False
+    admin_token: str = ""
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(cfg: RunConfig) -> None:
+    if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
+        raise ConfigError(
+            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
+            "(or --allow-open-proxy if the network in front of it is trusted)")
+    if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
+        raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
+
+
+def resource_attributes() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        k, sep, v = part.partition("=")
+        if sep and k.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def run(cfg: RunConfig) -> int:
+    check_exposure(cfg)
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(cfg.data_dir, 0o700)
+    ensure_ca(cfg.data_dir)
+    bundle = client_bundle(cfg.data_dir)
+    upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
+
+    metrics = Metrics()
+    backend = open_backend(cfg.store)
+    writer = StoreWriter(backend, on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n))
+    estimator = TokenEstimator(cfg.data_dir / "tiktoken")
+    preload(estimator)
+    resource = resource_attributes()
+    pipeline = Pipeline(metrics, estimator, [lambda r: writer.submit(otel_traces_row(r, resource))])
+    addon = LlmTapAddon(AddonConfig(service=cfg.service, intercept=cfg.intercept, connect_to=cfg.connect_to),
+                        pipeline, Fingerprinter.from_data_dir(cfg.data_dir))
+
+    def health() -> dict[str, Any]:
+        queued = writer.queued()
+        metrics.store_queue.set(queued)
+        ok = addon.running_since is not None
+        return {"status": "ok" if ok else "starting", "version": __version__, "store_queue": queued,
+                "pending": pipeline.pending(), "records_written": writer.written}
+
+    def query(sql: str, fmt: str) -> bytes:
+        return backend.query(sql, fmt)
+
+    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(metrics, query, health, cfg.admin_token))
+    admin.start()
+    try:
+        asyncio.run(_serve(cfg, addon, upstream))
+    finally:
+        log.info("shutting down: flushing records")
+        pipeline.close()
+        writer.flush(15.0)
+        writer.close()
+        admin.close()
+        backend.close()
+    print(f"llmtap: stopped ({writer.written} records written)", file=sys.stderr)
+    _ = bundle
+    return 0
+
+
+async def _serve(cfg: RunConfig, addon: LlmTapAddon, upstream: Path | None) -> None:
+    from mitmproxy.options import Options
+    from mitmproxy.tools.dump import DumpMaster
+
+    opts = Options(confdir=str(ca_dir(cfg.data_dir)))
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    update: dict[str, Any] = {
+        "listen_host": cfg.listen[0],
+        "listen_port": cfg.listen[1],
+        "mode": ["regular"],
+        "allow_hosts": allow_host_patterns(cfg.intercept),
+        "tcp_timeout": TCP_TIMEOUT_S,
+        "connection_strategy": "lazy",
+        "http3": False,
+    }
+    if upstream is not None:
+        update["ssl_verify_upstream_trusted_ca"] = str(upstream)
+    if cfg.proxy_auth:
+        update["proxyauth"] = cfg.proxy_auth
+    opts.update(**update)
+    master.addons.add(addon)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, master.shutdown)
+
+    async def announce() -> None:
+        while addon.running_since is None:
+            await asyncio.sleep(0.05)
+        print(f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+              f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}", file=sys.stderr, flush=True)
+
+    task = asyncio.create_task(announce())
+    await master.run()
+    task.cancel()

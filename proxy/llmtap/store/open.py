@@ -1,0 +1,36 @@
+"""Store URLs → backends: ``chdb://PATH`` (embedded, default) or ``clickhouse[s]://...``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from . import DEFAULT_DB, Backend
+
+
+class StoreURLError(ValueError):
+    pass
+
+
+def default_store_url(data_dir: Path) -> str:
+    return f"chdb://{data_dir / 'store'}"
+
+
+def chdb_path(url: str) -> Path:
+    rest = url[len("chdb://"):]
+    if not rest:
+        raise StoreURLError("chdb:// needs a path, e.g. chdb://./llmtap-data/store")
+    return Path(rest).expanduser()
+
+
+def open_backend(url: str) -> Backend:
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "chdb":
+        from .embedded import ChdbBackend
+
+        return ChdbBackend(chdb_path(url), DEFAULT_DB)
+    if scheme in ("clickhouse", "clickhouses", "http", "https"):
+        raise StoreURLError(
+            f"{scheme}:// stores are not available in this build yet; use chdb:// (the default). "
+            "See docs/storage.md.")
+    raise StoreURLError(f"unknown store URL scheme {scheme!r}: use chdb://PATH or clickhouse://user:pass@host:8123/db")

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from helpers import Mock, Sidecar, start_mock, start_sidecar, stop  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mock]:
+    m = start_mock(tmp_path_factory.mktemp("mock"))
+    yield m
+    stop(m.proc)
+
+
+@pytest.fixture(scope="session")
+def sidecar(mock: Mock, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    sc = start_sidecar(tmp_path_factory.mktemp("sidecar") / "data", mock)
+    yield sc
+    stop(sc.proc)
+
+
+@pytest.fixture
+def proxied(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> Sidecar:
+    """Point unmodified SDK clients at the sidecar the way a user would: env vars only."""
+    for k in list(os.environ):
+        if k.upper() in ("NO_PROXY", "ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY"):
+            monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", sidecar.proxy_url)
+    monkeypatch.setenv("SSL_CERT_FILE", str(sidecar.bundle))
+    return sidecar

@@ -1,0 +1,86 @@
+"""A raw HTTP/1.1 client over CONNECT + TLS: sees exactly the bytes on the wire (no decoding)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes  # de-chunked, still content-encoded
+    chunks: list[tuple[float, bytes]] = field(default_factory=list)  # (arrival time.time(), data)
+    peer_cert: dict[str, object] = field(default_factory=dict)
+
+
+def tls_socket(host: str, port: int, cafile: Path, proxy: tuple[str, int] | None) -> ssl.SSLSocket:
+    if proxy is not None:
+        sock = socket.create_connection(proxy, timeout=30)
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        resp = b""
+        while b"\r\n\r\n" not in resp:
+            data = sock.recv(4096)
+            if not data:
+                raise ConnectionError("proxy closed during CONNECT")
+            resp += data
+        if b" 200" not in resp.split(b"\r\n", 1)[0]:
+            raise ConnectionError(f"CONNECT refused: {resp!r}")
+    else:
+        sock = socket.create_connection((host, port), timeout=30)
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx.wrap_socket(sock, server_hostname=host)
+
+
+def request(host: str, port: int, path: str, body: dict[str, object], headers: dict[str, str], cafile: Path,
+            proxy: tuple[str, int] | None = None, connect_host: str | None = None) -> RawResponse:
+    """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host."""
+    if connect_host is not None and proxy is None:
+        sock = socket.create_connection((connect_host, port), timeout=30)
+        ctx = ssl.create_default_context(cafile=str(cafile))
+        tls = ctx.wrap_socket(sock, server_hostname=host)
+    else:
+        tls = tls_socket(host, port, cafile, proxy)
+    try:
+        tls.do_handshake()
+        cert = tls.getpeercert() or {}
+        payload = json.dumps(body).encode()
+        head = [f"POST {path} HTTP/1.1", f"Host: {host}", "Content-Type: application/json",
+                f"Content-Length: {len(payload)}", "Accept-Encoding: gzip", "Connection: close"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        tls.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+        raw = b""
+        chunks: list[tuple[float, bytes]] = []
+        while True:
+            data = tls.recv(65536)
+            if not data:
+                break
+            chunks.append((time.time(), data))
+            raw += data
+    finally:
+        tls.close()
+    head_b, _, rest = raw.partition(b"\r\n\r\n")
+    lines = head_b.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    hdrs = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    body_bytes = dechunk(rest) if hdrs.get("transfer-encoding") == "chunked" else rest
+    return RawResponse(status, hdrs, body_bytes, chunks, dict(cert))
+
+
+def dechunk(data: bytes) -> bytes:
+    out = bytearray()
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\r\n", pos)
+        size = int(data[pos:end].split(b";")[0], 16)
+        if size == 0:
+            break
+        out += data[end + 2:end + 2 + size]
+        pos = end + 2 + size + 2
+    return bytes(out)
