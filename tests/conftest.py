@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import Mock, Sidecar, start_mock, start_sidecar, stop  # noqa: E402
+from helpers import Mock, Sidecar, start_mock, start_sidecar, stop
 
 
 @pytest.fixture(scope="session")

@@ -53,8 +53,12 @@ class Mock:
 
 
 def start_mock(cert_dir: Path) -> Mock:
-    proc = subprocess.Popen([*LLMTAP, "mock-provider", "--listen", "127.0.0.1:0", "--cert-dir", str(cert_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*LLMTAP, "mock-provider", "--listen", "127.0.0.1:0", "--cert-dir", str(cert_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
@@ -81,8 +85,9 @@ class Sidecar:
     def bundle(self) -> Path:
         return self.data_dir / "ca-bundle.pem"
 
-    def admin_request(self, method: str, path: str, body: bytes | None = None,
-                      headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    def admin_request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=30)
         try:
             conn.request(method, path, body=body, headers=headers or {})
@@ -129,8 +134,16 @@ def wait_healthy(sc: Sidecar, timeout: float = 60.0) -> None:
 
 def start_sidecar(data_dir: Path, mock: Mock | None, *extra: str, env: dict[str, str] | None = None) -> Sidecar:
     listen, admin = free_port(), free_port()
-    args = [*LLMTAP, "run", "--listen", f"127.0.0.1:{listen}", "--admin", f"127.0.0.1:{admin}",
-            "--data-dir", str(data_dir)]
+    args = [
+        *LLMTAP,
+        "run",
+        "--listen",
+        f"127.0.0.1:{listen}",
+        "--admin",
+        f"127.0.0.1:{admin}",
+        "--data-dir",
+        str(data_dir),
+    ]
     if mock is not None:
         args += ["--upstream-ca", str(mock.ca)]
         for host in ("api.openai.com", "api.anthropic.com"):

@@ -38,8 +38,16 @@ def tls_socket(host: str, port: int, cafile: Path, proxy: tuple[str, int] | None
     return ctx.wrap_socket(sock, server_hostname=host)
 
 
-def request(host: str, port: int, path: str, body: dict[str, object], headers: dict[str, str], cafile: Path,
-            proxy: tuple[str, int] | None = None, connect_host: str | None = None) -> RawResponse:
+def request(
+    host: str,
+    port: int,
+    path: str,
+    body: dict[str, object],
+    headers: dict[str, str],
+    cafile: Path,
+    proxy: tuple[str, int] | None = None,
+    connect_host: str | None = None,
+) -> RawResponse:
     """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host."""
     if connect_host is not None and proxy is None:
         sock = socket.create_connection((connect_host, port), timeout=30)
@@ -51,8 +59,14 @@ def request(host: str, port: int, path: str, body: dict[str, object], headers: d
         tls.do_handshake()
         cert = tls.getpeercert() or {}
         payload = json.dumps(body).encode()
-        head = [f"POST {path} HTTP/1.1", f"Host: {host}", "Content-Type: application/json",
-                f"Content-Length: {len(payload)}", "Accept-Encoding: gzip", "Connection: close"]
+        head = [
+            f"POST {path} HTTP/1.1",
+            f"Host: {host}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(payload)}",
+            "Accept-Encoding: gzip",
+            "Connection: close",
+        ]
         head += [f"{k}: {v}" for k, v in headers.items()]
         tls.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
         raw = b""
@@ -81,6 +95,6 @@ def dechunk(data: bytes) -> bytes:
         size = int(data[pos:end].split(b";")[0], 16)
         if size == 0:
             break
-        out += data[end + 2:end + 2 + size]
+        out += data[end + 2 : end + 2 + size]
         pos = end + 2 + size + 2
     return bytes(out)

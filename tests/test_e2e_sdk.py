@@ -12,6 +12,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+
 from helpers import Sidecar, session_id
 
 pytestmark = pytest.mark.timeout(120)
@@ -60,8 +61,14 @@ def stream_asserts(row: dict[str, Any], events: int) -> None:
 def test_chat_stream_with_usage_cached_and_reasoning(proxied: Sidecar) -> None:
     sid = session_id()
     stream = oai().chat.completions.create(
-        model="gpt-4o", messages=MESSAGES, stream=True, stream_options={"include_usage": True}, max_tokens=300,
-        user="end-user-42", extra_headers=hdrs(sid, "cached_reasoning", **{"x-llmtap-feature": "summarize"}))
+        model="gpt-4o",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": True},
+        max_tokens=300,
+        user="end-user-42",
+        extra_headers=hdrs(sid, "cached_reasoning", **{"x-llmtap-feature": "summarize"}),
+    )
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert text.startswith("The quick brown fox")
     row = proxied.row(sid)
@@ -87,8 +94,7 @@ def test_chat_stream_with_usage_cached_and_reasoning(proxied: Sidecar) -> None:
 
 def test_chat_stream_without_usage_is_estimated(proxied: Sidecar) -> None:
     sid = session_id()
-    stream = oai().chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True,
-                                           extra_headers=hdrs(sid))
+    stream = oai().chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True, extra_headers=hdrs(sid))
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     row = proxied.row(sid)
     common_ok(row)
@@ -115,9 +121,13 @@ def test_chat_non_stream(proxied: Sidecar) -> None:
 
 def test_chat_stream_tool_calls(proxied: Sidecar) -> None:
     sid = session_id()
-    stream = oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True, tools=[{
-        "type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
-        extra_headers=hdrs(sid, "tool_calls"))
+    stream = oai().chat.completions.create(
+        model="gpt-4o",
+        messages=MESSAGES,
+        stream=True,
+        tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        extra_headers=hdrs(sid, "tool_calls"),
+    )
     list(stream)
     row = proxied.row(sid)
     stream_asserts(row, 3)  # the call header and two argument deltas; the role chunk is not content
@@ -126,8 +136,9 @@ def test_chat_stream_tool_calls(proxied: Sidecar) -> None:
 
 def test_responses_stream(proxied: Sidecar) -> None:
     sid = session_id()
-    events = list(oai().responses.create(model="gpt-4.1", input="hi", stream=True, max_output_tokens=500,
-                                         extra_headers=hdrs(sid)))
+    events = list(
+        oai().responses.create(model="gpt-4.1", input="hi", stream=True, max_output_tokens=500, extra_headers=hdrs(sid))
+    )
     assert events[-1].type == "response.completed"
     row = proxied.row(sid)
     common_ok(row)
@@ -135,15 +146,20 @@ def test_responses_stream(proxied: Sidecar) -> None:
     assert (row["api"], row["operation"]) == ("openai.responses", "chat")
     assert (row["response_model"], row["response_id"]) == ("gpt-4.1-2025-04-14", "resp_mock456")
     assert (row["input_tokens"], row["output_tokens"], row["cache_read_tokens"], row["reasoning_tokens"]) == (
-        12033, 44, 11904, 12)
+        12033,
+        44,
+        11904,
+        12,
+    )
     assert (row["finish_reason"], row["finish_reason_raw"]) == ("stop", "completed")
     assert row["max_output_tokens"] == 500
 
 
 def test_responses_failed_rate_limit(proxied: Sidecar) -> None:
     sid = session_id()
-    events = list(oai().responses.create(model="gpt-4.1", input="hi", stream=True,
-                                         extra_headers=hdrs(sid, "failed_rate_limit")))
+    events = list(
+        oai().responses.create(model="gpt-4.1", input="hi", stream=True, extra_headers=hdrs(sid, "failed_rate_limit"))
+    )
     assert events[-1].type == "response.failed"
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"]) == (200, "error", "rate_limited")
@@ -158,8 +174,11 @@ def test_responses_failed_rate_limit(proxied: Sidecar) -> None:
 def test_openai_mid_stream_error(proxied: Sidecar) -> None:
     sid = session_id()
     with pytest.raises(openai.APIError):
-        list(oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True,
-                                           extra_headers=hdrs(sid, "mid_stream_error")))
+        list(
+            oai().chat.completions.create(
+                model="gpt-4o", messages=MESSAGES, stream=True, extra_headers=hdrs(sid, "mid_stream_error")
+            )
+        )
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"]) == (200, "error", "server_error")
     assert row["mid_stream_error"] is True
@@ -169,17 +188,24 @@ def test_openai_mid_stream_error(proxied: Sidecar) -> None:
     assert row["usage_source"] == "estimated" and row["output_tokens"] > 0
 
 
-@pytest.mark.parametrize(("scenario", "error_type", "code"), [
-    ("rate_limit_429", "rate_limited", "rate_limit_exceeded"),
-    ("quota_429", "quota_exhausted", "insufficient_quota"),
-])
+@pytest.mark.parametrize(
+    ("scenario", "error_type", "code"),
+    [
+        ("rate_limit_429", "rate_limited", "rate_limit_exceeded"),
+        ("quota_429", "quota_exhausted", "insufficient_quota"),
+    ],
+)
 def test_openai_429_rate_limit_vs_quota(proxied: Sidecar, scenario: str, error_type: str, code: str) -> None:
     sid = session_id()
     with pytest.raises(openai.RateLimitError):
         oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, extra_headers=hdrs(sid, scenario))
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"], row["error_code"]) == (
-        429, "error", error_type, code)
+        429,
+        "error",
+        error_type,
+        code,
+    )
     assert row["mid_stream_error"] is False
     assert row["usage_source"] == "none" and row["input_tokens"] == 0
     if scenario == "rate_limit_429":
@@ -191,16 +217,27 @@ def test_openai_429_rate_limit_vs_quota(proxied: Sidecar, scenario: str, error_t
 
 def test_anthropic_stream_cache_tokens_and_pings(proxied: Sidecar) -> None:
     sid = session_id()
-    with ant().messages.stream(model="claude-sonnet-4-5", max_tokens=1024, messages=MESSAGES,
-                               metadata={"user_id": "acct-7"}, extra_headers=hdrs(sid)) as s:
+    with ant().messages.stream(
+        model="claude-sonnet-4-5",
+        max_tokens=1024,
+        messages=MESSAGES,
+        metadata={"user_id": "acct-7"},
+        extra_headers=hdrs(sid),
+    ) as s:
         text = s.get_final_text()
     assert text.startswith("The quick")
     row = proxied.row(sid)
     common_ok(row)
     stream_asserts(row, 7)  # pings and the empty content_block_start are not content
-    assert (row["provider"], row["api"], row["server_address"]) == ("anthropic", "anthropic.messages",
-                                                                   "api.anthropic.com")
-    assert (row["request_model"], row["response_model"]) == ("claude-sonnet-4-5", "claude-sonnet-4-5-20250929")
+    assert (row["provider"], row["api"], row["server_address"]) == (
+        "anthropic",
+        "anthropic.messages",
+        "api.anthropic.com",
+    )
+    assert (row["request_model"], row["response_model"]) == (
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-20250929",
+    )
     assert row["response_id"] == "msg_mock01" and row["request_id"] == "req_mock_anthropic_1"
     assert row["input_tokens"] == 28 + 1200 + 3400  # inclusive of cache reads and writes
     assert (row["cache_read_tokens"], row["cache_write_tokens"], row["output_tokens"]) == (3400, 1200, 7)
@@ -222,9 +259,15 @@ def test_anthropic_non_stream(proxied: Sidecar) -> None:
 
 def test_anthropic_mid_stream_overloaded(proxied: Sidecar) -> None:
     sid = session_id()
-    with pytest.raises(anthropic.APIStatusError), ant().messages.stream(
-            model="claude-sonnet-4-5", max_tokens=64, messages=MESSAGES,
-            extra_headers=hdrs(sid, "overloaded_mid_stream")) as s:
+    with (
+        pytest.raises(anthropic.APIStatusError),
+        ant().messages.stream(
+            model="claude-sonnet-4-5",
+            max_tokens=64,
+            messages=MESSAGES,
+            extra_headers=hdrs(sid, "overloaded_mid_stream"),
+        ) as s,
+    ):
         s.get_final_text()
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"]) == (200, "error", "overloaded")
@@ -239,8 +282,12 @@ def test_anthropic_mid_stream_overloaded(proxied: Sidecar) -> None:
 def test_anthropic_529_overloaded(proxied: Sidecar) -> None:
     sid = session_id()
     with pytest.raises(anthropic.APIStatusError) as ei:
-        ant().messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=MESSAGES,
-                              extra_headers=hdrs(sid, "overloaded_529"))
+        ant().messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=64,
+            messages=MESSAGES,
+            extra_headers=hdrs(sid, "overloaded_529"),
+        )
     assert ei.value.status_code == 529
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"]) == (529, "error", "overloaded")
@@ -250,17 +297,22 @@ def test_anthropic_529_overloaded(proxied: Sidecar) -> None:
 def test_anthropic_credit_balance_400_is_quota(proxied: Sidecar) -> None:
     sid = session_id()
     with pytest.raises(anthropic.BadRequestError):
-        ant().messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=MESSAGES,
-                              extra_headers=hdrs(sid, "credit_low"))
+        ant().messages.create(
+            model="claude-sonnet-4-5", max_tokens=64, messages=MESSAGES, extra_headers=hdrs(sid, "credit_low")
+        )
     row = proxied.row(sid)
     assert (row["status_code"], row["error_type"], row["error_code"]) == (400, "quota_exhausted", "")
 
 
 def test_client_cancel(proxied: Sidecar) -> None:
     sid = session_id()
-    stream = oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True,
-                                           stream_options={"include_usage": True},
-                                           extra_headers=hdrs(sid, "slow"))
+    stream = oai().chat.completions.create(
+        model="gpt-4o",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_headers=hdrs(sid, "slow"),
+    )
     it = iter(stream)
     seen = [next(it) for _ in range(3)]  # role chunk + two words
     assert seen[1].choices[0].delta.content
@@ -276,8 +328,11 @@ def test_client_cancel(proxied: Sidecar) -> None:
 def test_upstream_disconnect(proxied: Sidecar) -> None:
     sid = session_id()
     with pytest.raises(openai.APIError):
-        list(oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True,
-                                           extra_headers=hdrs(sid, "disconnect")))
+        list(
+            oai().chat.completions.create(
+                model="gpt-4o", messages=MESSAGES, stream=True, extra_headers=hdrs(sid, "disconnect")
+            )
+        )
     row = proxied.row(sid)
     assert (row["outcome"], row["error_type"]) == ("error", "upstream_disconnected")
     assert row["content_events"] == 3
@@ -286,8 +341,13 @@ def test_upstream_disconnect(proxied: Sidecar) -> None:
 @pytest.mark.parametrize("scenario", ["gzip", "crlf", "split_utf8"])
 def test_wire_variants(proxied: Sidecar, scenario: str) -> None:
     sid = session_id()
-    stream = oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True,
-                                           stream_options={"include_usage": True}, extra_headers=hdrs(sid, scenario))
+    stream = oai().chat.completions.create(
+        model="gpt-4o",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_headers=hdrs(sid, scenario),
+    )
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert "naïve" in text or "The quick" in text
     row = proxied.row(sid)
@@ -299,12 +359,19 @@ def test_wire_variants(proxied: Sidecar, scenario: str) -> None:
 
 def test_completions_stream(proxied: Sidecar) -> None:
     sid = session_id()
-    list(oai().completions.create(model="gpt-3.5-turbo-instruct", prompt="Once", stream=True, max_tokens=5,
-                                  extra_headers=hdrs(sid)))
+    list(
+        oai().completions.create(
+            model="gpt-3.5-turbo-instruct", prompt="Once", stream=True, max_tokens=5, extra_headers=hdrs(sid)
+        )
+    )
     row = proxied.row(sid)
     common_ok(row)
     stream_asserts(row, 5)
-    assert (row["api"], row["operation"], row["finish_reason"]) == ("openai.completions", "text_completion", "length")
+    assert (row["api"], row["operation"], row["finish_reason"]) == (
+        "openai.completions",
+        "text_completion",
+        "length",
+    )
     assert row["usage_source"] == "estimated"
 
 
@@ -329,8 +396,11 @@ def test_call_is_queryable_within_two_seconds(proxied: Sidecar) -> None:
 
 def test_attribution_headers_are_stripped_before_upstream(proxied: Sidecar, mock: Any) -> None:
     sid = session_id()
-    oai().embeddings.create(model="text-embedding-3-small", input="x", extra_headers=hdrs(
-        sid, **{"x-llmtap-user": "u1", "x-llmtap-tenant": "t1", "x-llmtap-prompt-version": "v3"}))
+    oai().embeddings.create(
+        model="text-embedding-3-small",
+        input="x",
+        extra_headers=hdrs(sid, **{"x-llmtap-user": "u1", "x-llmtap-tenant": "t1", "x-llmtap-prompt-version": "v3"}),
+    )
     row = proxied.row(sid)
     assert (row["user_id"], row["tenant"], row["prompt_version"]) == ("u1", "t1", "v3")
     seen = [r for r in mock.requests() if r["path"].endswith("/embeddings")]

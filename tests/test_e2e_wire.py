@@ -7,38 +7,69 @@ import ssl
 import time
 
 import pytest
+
 from helpers import Mock, Sidecar, session_id
 from rawclient import request, tls_socket
 
 pytestmark = pytest.mark.timeout(120)
 
 CASES = [
-    ("api.openai.com", "/v1/chat/completions",
-     {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}, "messages": []}, "default"),
+    (
+        "api.openai.com",
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}, "messages": []},
+        "default",
+    ),
     ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True, "messages": []}, "gzip"),
     ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True, "messages": []}, "crlf"),
-    ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True, "messages": []}, "split_utf8"),
-    ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True, "messages": []},
-     "mid_stream_error"),
+    (
+        "api.openai.com",
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "messages": []},
+        "split_utf8",
+    ),
+    (
+        "api.openai.com",
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "messages": []},
+        "mid_stream_error",
+    ),
     ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "messages": []}, "quota_429"),
     ("api.openai.com", "/v1/responses", {"model": "gpt-4.1", "stream": True, "input": "x"}, "default"),
     ("api.openai.com", "/v1/embeddings", {"model": "text-embedding-3-small", "input": ["a", "b"]}, "default"),
-    ("api.anthropic.com", "/v1/messages", {"model": "claude-sonnet-4-5", "stream": True, "max_tokens": 9,
-                                           "messages": []}, "default"),
-    ("api.anthropic.com", "/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": []},
-     "overloaded_529"),
+    (
+        "api.anthropic.com",
+        "/v1/messages",
+        {"model": "claude-sonnet-4-5", "stream": True, "max_tokens": 9, "messages": []},
+        "default",
+    ),
+    (
+        "api.anthropic.com",
+        "/v1/messages",
+        {"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": []},
+        "overloaded_529",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("host", "path", "body", "scenario"), CASES,
-                         ids=[f"{c[1].rsplit('/', 1)[-1]}-{c[3]}" for c in CASES])
-def test_body_is_byte_identical(sidecar: Sidecar, mock: Mock, host: str, path: str, body: dict[str, object],
-                                scenario: str) -> None:
+@pytest.mark.parametrize(
+    ("host", "path", "body", "scenario"), CASES, ids=[f"{c[1].rsplit('/', 1)[-1]}-{c[3]}" for c in CASES]
+)
+def test_body_is_byte_identical(
+    sidecar: Sidecar, mock: Mock, host: str, path: str, body: dict[str, object], scenario: str
+) -> None:
     headers = {"x-mock-scenario": scenario, "anthropic-version": "2023-06-01", "x-api-key": "k"}
     direct = request(host, mock.port, path, body, headers, mock.ca, connect_host="127.0.0.1")
     sid = session_id()
-    via = request(host, 443, path, body, {**headers, "x-llmtap-session": sid}, sidecar.bundle,
-                  proxy=("127.0.0.1", sidecar.listen))
+    via = request(
+        host,
+        443,
+        path,
+        body,
+        {**headers, "x-llmtap-session": sid},
+        sidecar.bundle,
+        proxy=("127.0.0.1", sidecar.listen),
+    )
     assert via.status == direct.status
     assert via.headers.get("content-encoding") == direct.headers.get("content-encoding")
     assert via.body == direct.body  # compressed bytes included: nothing decoded or re-encoded
@@ -51,10 +82,15 @@ def test_body_is_byte_identical(sidecar: Sidecar, mock: Mock, host: str, path: s
 def test_no_event_is_held_back(sidecar: Sidecar) -> None:
     """Each event reaches the client before the mock sends the next one (300 ms apart)."""
     sid = session_id()
-    resp = request("api.openai.com", 443, "/v1/chat/completions",
-                   {"model": "gpt-4o", "stream": True, "messages": []},
-                   {"x-mock-scenario": "paced", "x-llmtap-session": sid}, sidecar.bundle,
-                   proxy=("127.0.0.1", sidecar.listen))
+    resp = request(
+        "api.openai.com",
+        443,
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "messages": []},
+        {"x-mock-scenario": "paced", "x-llmtap-session": sid},
+        sidecar.bundle,
+        proxy=("127.0.0.1", sidecar.listen),
+    )
     arrivals: list[tuple[float, float]] = []  # (sent_at, received_at) per event
     for t, data in resp.chunks:
         for m in re.finditer(rb": sent_at=(\d+\.\d+)", data):

@@ -86,11 +86,22 @@ class LlmTapAddon:
         if m and m.group(1) != "0" * 32:
             trace_id, parent = m.group(1), m.group(2)
         facts = RequestFacts(
-            method=req.method, host=req.host, port=req.port, path=req.path, headers=headers, body=body,
-            start_wall=t0[0], start_mono=t0[1], provider=provider_for_call(req.host, api), api=api,
-            service=self.cfg.service or "unknown_service", attribution=read_attribution(headers),
+            method=req.method,
+            host=req.host,
+            port=req.port,
+            path=req.path,
+            headers=headers,
+            body=body,
+            start_wall=t0[0],
+            start_mono=t0[1],
+            provider=provider_for_call(req.host, api),
+            api=api,
+            service=self.cfg.service or "unknown_service",
+            attribution=read_attribution(headers),
             api_key_id=self.fp.api_key_id(headers, req.path.partition("?")[2]),
-            trace_id=trace_id, span_id=secrets.token_hex(8), parent_span_id=parent,
+            trace_id=trace_id,
+            span_id=secrets.token_hex(8),
+            parent_span_id=parent,
         )
         flow.metadata[_KEY] = Capture(facts, adapter_for(api), self._parse_error)
 
@@ -102,8 +113,9 @@ class LlmTapAddon:
         if cap is None:
             resp.stream = True
             return
-        cap.on_response_headers(resp.status_code, [(k.lower(), v) for k, v in resp.headers.items(multi=True)],
-                                time.monotonic())
+        cap.on_response_headers(
+            resp.status_code, [(k.lower(), v) for k, v in resp.headers.items(multi=True)], time.monotonic()
+        )
         resp.stream = cap.tee
 
     def response(self, flow: http.HTTPFlow) -> None:

@@ -21,15 +21,18 @@ from .sqlguard import ReadOnlyViolation, check_read_only
 
 log = logging.getLogger("llmtap.admin")
 MAX_SQL_BYTES = 1024 * 1024
-CONTENT_TYPES = {"JSON": "application/json", "JSONEachRow": "application/x-ndjson", "CSV": "text/csv",
-                 "CSVWithNames": "text/csv"}
+CONTENT_TYPES = {
+    "JSON": "application/json",
+    "JSONEachRow": "application/x-ndjson",
+    "CSV": "text/csv",
+    "CSVWithNames": "text/csv",
+}
 
 QueryFn = Callable[[str, str], bytes]
 
 
 class AdminState:
-    def __init__(self, metrics: Metrics, query: QueryFn, health: Callable[[], dict[str, Any]],
-                 token: str = "") -> None:
+    def __init__(self, metrics: Metrics, query: QueryFn, health: Callable[[], dict[str, Any]], token: str = "") -> None:
         self.metrics = metrics
         self.query = query
         self.health = health
@@ -115,19 +118,40 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _index(self) -> bytes:
         try:
-            rows = json.loads(b"[" + b",".join(self.state.query(
-                "SELECT timestamp, service, provider, request_model, outcome, error_type, status_code, "
-                "input_tokens, output_tokens, cost_usd, ttft_ms, duration_ms FROM llm_calls "
-                "ORDER BY timestamp DESC LIMIT 50", "JSONEachRow").splitlines()) + b"]")
+            rows = json.loads(
+                b"["
+                + b",".join(
+                    self.state.query(
+                        "SELECT timestamp, service, provider, request_model, outcome, error_type, status_code, "
+                        "input_tokens, output_tokens, cost_usd, ttft_ms, duration_ms FROM llm_calls "
+                        "ORDER BY timestamp DESC LIMIT 50",
+                        "JSONEachRow",
+                    ).splitlines()
+                )
+                + b"]"
+            )
         except Exception as e:
             rows, err = [], str(e)
         else:
             err = ""
-        cols = ["timestamp", "service", "provider", "request_model", "outcome", "error_type", "status_code",
-                "input_tokens", "output_tokens", "cost_usd", "ttft_ms", "duration_ms"]
+        cols = [
+            "timestamp",
+            "service",
+            "provider",
+            "request_model",
+            "outcome",
+            "error_type",
+            "status_code",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "ttft_ms",
+            "duration_ms",
+        ]
         head = "".join(f"<th>{c}</th>" for c in cols)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
-                       for r in rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows
+        )
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>llmtap</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>

@@ -29,8 +29,17 @@ log = logging.getLogger("llmtap.capture")
 
 MAX_JSON_BODY = 64 * 1024 * 1024  # a larger non-stream body is passed through but not parsed
 MAX_ERROR_BODY = 1024 * 1024
-REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-amzn-requestid",
-                      "x-amz-request-id", "x-groq-id", "x-ds-trace-id", "x-generation-id", "cf-ray")
+REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "apim-request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-groq-id",
+    "x-ds-trace-id",
+    "x-generation-id",
+    "cf-ray",
+)
 PROCESSING_HEADERS = {"openai-processing-ms": 1.0, "x-envoy-upstream-service-time": 1.0}
 
 
@@ -64,8 +73,12 @@ class End:
 class Capture:
     """The state of one intercepted call."""
 
-    def __init__(self, facts: RequestFacts, adapter: Adapter,
-                 on_parse_error: Callable[[str, BaseException], None] | None = None) -> None:
+    def __init__(
+        self,
+        facts: RequestFacts,
+        adapter: Adapter,
+        on_parse_error: Callable[[str, BaseException], None] | None = None,
+    ) -> None:
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
@@ -191,8 +204,9 @@ class Capture:
             prompt_version=attr.get("prompt_version", ""),
             api_key_id=f.api_key_id,
             request_hash=hashlib.sha256(f.body).hexdigest()[:32] if f.body else "",
-            max_output_tokens=req.max_output_tokens if req.max_output_tokens is None
-            or 0 <= req.max_output_tokens < 2**32 else None,
+            max_output_tokens=req.max_output_tokens
+            if req.max_output_tokens is None or 0 <= req.max_output_tokens < 2**32
+            else None,
             tool_calls=len(obs.tool_call_keys),
             finish_reason=obs.finish,
             finish_reason_raw=obs.finish_raw,
@@ -233,10 +247,12 @@ class Capture:
             if v is not None:
                 r.provider_processing_ms = v * scale
                 break
-        r.ratelimit_remaining_requests = _int(h.get("x-ratelimit-remaining-requests")
-                                              or h.get("anthropic-ratelimit-requests-remaining"))
-        r.ratelimit_remaining_tokens = _int(h.get("x-ratelimit-remaining-tokens")
-                                            or h.get("anthropic-ratelimit-tokens-remaining"))
+        r.ratelimit_remaining_requests = _int(
+            h.get("x-ratelimit-remaining-requests") or h.get("anthropic-ratelimit-requests-remaining")
+        )
+        r.ratelimit_remaining_tokens = _int(
+            h.get("x-ratelimit-remaining-tokens") or h.get("anthropic-ratelimit-tokens-remaining")
+        )
         ms = _float(h.get("retry-after-ms"))
         if ms is not None:
             r.retry_after_s = ms / 1000.0
@@ -262,11 +278,14 @@ class Capture:
             # [DONE] / message_stop) received the whole answer: that is not a cancel.
             r.outcome = "cancelled"
             r.finish_reason = "cancelled"
-        elif not obs.terminal and (end.kind == "upstream_error" or self.status == 0 or self.sse):
+        elif not obs.terminal and (
+            end.kind == "upstream_error" or self.status == 0 or (self.sse and not self.parse_error)
+        ):
             r.outcome = "error"
             msg = end.message or "stream ended before its terminal event"
-            r.error_type = "timeout" if "timed out" in msg.lower() or "timeout" in msg.lower() \
-                else "upstream_disconnected"
+            r.error_type = (
+                "timeout" if "timed out" in msg.lower() or "timeout" in msg.lower() else "upstream_disconnected"
+            )
             r.error_message = msg[:1000]
             if self.sse:
                 r.mid_stream_error = 200 <= self.status < 300
@@ -303,8 +322,13 @@ class Capture:
                     est_out, label = estimator.count("".join(obs.output_text), model)
                     labels.append(label)
             base = usage or Usage()
-            usage = Usage(input=base.input or est_in, output=max(base.output, est_out),
-                          cache_read=base.cache_read, cache_write=base.cache_write, reasoning=base.reasoning)
+            usage = Usage(
+                input=base.input or est_in,
+                output=max(base.output, est_out),
+                cache_read=base.cache_read,
+                cache_write=base.cache_write,
+                reasoning=base.reasoning,
+            )
             r.usage_source = "estimated"
             if labels:
                 r.extra["usage_estimator"] = labels[-1]

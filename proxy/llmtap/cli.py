@@ -53,10 +53,16 @@ def _connect_to(specs: list[str]) -> dict[tuple[str, int], tuple[str, int]]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR),
-                   help="CA, embedded store, spool (default ./llmtap-data)")
-    p.add_argument("--store", default=_env("store"),
-                   help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db")
+    p.add_argument(
+        "--data-dir",
+        default=_env("data-dir", DEFAULT_DATA_DIR),
+        help="CA, embedded store, spool (default ./llmtap-data)",
+    )
+    p.add_argument(
+        "--store",
+        default=_env("store"),
+        help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,21 +75,44 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--listen", default=_env("listen", DEFAULT_LISTEN), help="proxy address HOST:PORT")
     run.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN), help="admin HTTP address HOST:PORT")
     _common(run)
-    run.add_argument("--intercept", action="append", default=_env_list("intercept"), metavar="HOST[:PORT]",
-                     help="also intercept this host (repeatable; env: comma-separated)")
+    run.add_argument(
+        "--intercept",
+        action="append",
+        default=_env_list("intercept"),
+        metavar="HOST[:PORT]",
+        help="also intercept this host (repeatable; env: comma-separated)",
+    )
     run.add_argument("--upstream-ca", default=_env("upstream-ca"), help="extra CA bundle for upstream TLS")
-    run.add_argument("--otlp-endpoint", default=_env("otlp-endpoint", os.environ.get(
-        "OTEL_EXPORTER_OTLP_ENDPOINT")), help="OTLP endpoint for spans")
-    run.add_argument("--capture-content", action="store_true", default=_env_bool("capture-content"),
-                     help="opt-in prompt/response capture (redacted, size-capped)")
-    run.add_argument("--service", default=_env("service", os.environ.get("OTEL_SERVICE_NAME", "")),
-                     help="service name for calls without x-llmtap-service (default $OTEL_SERVICE_NAME)")
-    run.add_argument("--connect-to", action="append", default=_env_list("connect-to"),
-                     metavar="HOST:PORT:ADDR:PORT",
-                     help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to")
+    run.add_argument(
+        "--otlp-endpoint",
+        default=_env("otlp-endpoint", os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")),
+        help="OTLP endpoint for spans",
+    )
+    run.add_argument(
+        "--capture-content",
+        action="store_true",
+        default=_env_bool("capture-content"),
+        help="opt-in prompt/response capture (redacted, size-capped)",
+    )
+    run.add_argument(
+        "--service",
+        default=_env("service", os.environ.get("OTEL_SERVICE_NAME", "")),
+        help="service name for calls without x-llmtap-service (default $OTEL_SERVICE_NAME)",
+    )
+    run.add_argument(
+        "--connect-to",
+        action="append",
+        default=_env_list("connect-to"),
+        metavar="HOST:PORT:ADDR:PORT",
+        help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to",
+    )
     run.add_argument("--proxy-auth", default=_env("proxy-auth", ""), help="USER:PASS required from clients")
-    run.add_argument("--allow-open-proxy", action="store_true", default=_env_bool("allow-open-proxy"),
-                     help="allow a non-loopback --listen without --proxy-auth")
+    run.add_argument(
+        "--allow-open-proxy",
+        action="store_true",
+        default=_env_bool("allow-open-proxy"),
+        help="allow a non-loopback --listen without --proxy-auth",
+    )
     run.add_argument("--admin-token", default=_env("admin-token", ""), help="bearer token for the admin API")
 
     sql = sub.add_parser("sql", help="read-only SQL on the store")
@@ -117,11 +146,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .store.open import StoreURLError
 
     cfg = RunConfig(
-        listen=_addr(args.listen, "--listen"), admin=_addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir).resolve(), store=_store_url(args),
-        intercept=list(args.intercept), upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
-        connect_to=_connect_to(args.connect_to), service=args.service, proxy_auth=args.proxy_auth,
-        allow_open_proxy=args.allow_open_proxy, admin_token=args.admin_token,
+        listen=_addr(args.listen, "--listen"),
+        admin=_addr(args.admin, "--admin"),
+        data_dir=Path(args.data_dir).resolve(),
+        store=_store_url(args),
+        intercept=list(args.intercept),
+        upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
+        connect_to=_connect_to(args.connect_to),
+        service=args.service,
+        proxy_auth=args.proxy_auth,
+        allow_open_proxy=args.allow_open_proxy,
+        admin_token=args.admin_token,
     )
     for spec in cfg.intercept:
         try:
@@ -130,7 +165,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
     if args.otlp_endpoint or args.capture_content:
         logging.getLogger("llmtap").warning(
-            "--otlp-endpoint and --capture-content are accepted but not implemented in this build")
+            "--otlp-endpoint and --capture-content are accepted but not implemented in this build"
+        )
     try:
         return run(cfg)
     except (ConfigError, StoreURLError, FileNotFoundError) as e:
@@ -200,8 +236,13 @@ def cmd_env(args: argparse.Namespace) -> int:
     bundle = client_bundle(Path(args.data_dir).resolve())
     host, port = _addr(args.listen, "--listen")
     proxy = f"http://{host}:{port}"
-    for name, value in (("HTTPS_PROXY", proxy), ("https_proxy", proxy), ("SSL_CERT_FILE", bundle),
-                        ("REQUESTS_CA_BUNDLE", bundle), ("NODE_EXTRA_CA_CERTS", bundle)):
+    for name, value in (
+        ("HTTPS_PROXY", proxy),
+        ("https_proxy", proxy),
+        ("SSL_CERT_FILE", bundle),
+        ("REQUESTS_CA_BUNDLE", bundle),
+        ("NODE_EXTRA_CA_CERTS", bundle),
+    ):
         print(f"export {name}='{value}'")
     return 0
 
@@ -215,8 +256,10 @@ def cmd_mock(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     logging.getLogger("mitmproxy").setLevel(logging.WARNING)
     handlers = {"run": cmd_run, "sql": cmd_sql, "ca": cmd_ca, "env": cmd_env, "mock-provider": cmd_mock}
     return handlers[args.command](args)

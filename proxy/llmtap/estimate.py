@@ -34,8 +34,9 @@ def heuristic_count(text: str) -> int:
 def encoding_name_for(model: str) -> str:
     """The tiktoken encoding for a model; o200k_base for recent and unknown models."""
     m = model.lower()
-    if any(m.startswith(p) for p in ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")) \
-            and not m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5")):
+    if any(
+        m.startswith(p) for p in ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
+    ) and not m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5")):
         return "cl100k_base"
     return "o200k_base"
 
@@ -43,14 +44,13 @@ def encoding_name_for(model: str) -> str:
 def _tiktoken_loader(name: str) -> Encoding:
     import tiktoken
 
-    return tiktoken.get_encoding(name)  # type: ignore[no-any-return]
+    return tiktoken.get_encoding(name)
 
 
 class TokenEstimator:
     """Thread-safe; loads each encoding once, remembers failures (no retry storms offline)."""
 
-    def __init__(self, cache_dir: Path | None = None,
-                 loader: Callable[[str], Encoding] | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, loader: Callable[[str], Encoding] | None = None) -> None:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir))
@@ -66,8 +66,12 @@ class TokenEstimator:
         try:
             enc = self._loader(name)
         except Exception as e:  # offline, corrupt cache, ...
-            log.warning("tiktoken encoding %s unavailable (%s); estimates use %s", name,
-                        str(e).splitlines()[0][:120], HEURISTIC)
+            log.warning(
+                "tiktoken encoding %s unavailable (%s); estimates use %s",
+                name,
+                str(e).splitlines()[0][:120],
+                HEURISTIC,
+            )
             enc = None
         with self._lock:
             self._encodings[name] = enc
@@ -89,7 +93,6 @@ class TokenEstimator:
 
 def preload(estimator: TokenEstimator, names: tuple[str, ...] = ("o200k_base", "cl100k_base")) -> Any:
     """Warm the encodings in a background thread so the first estimate does not wait."""
-    t = threading.Thread(target=lambda: [estimator._encoding(n) for n in names],
-                         name="llmtap-tiktoken", daemon=True)
+    t = threading.Thread(target=lambda: [estimator._encoding(n) for n in names], name="llmtap-tiktoken", daemon=True)
     t.start()
     return t

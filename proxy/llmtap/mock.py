@@ -28,11 +28,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MOCK_HOSTS = ("api.openai.com", "api.anthropic.com", "localhost", "*.openai.azure.com", "openrouter.ai",
-              "api.groq.com", "api.deepseek.com", "api.mistral.ai", "api.x.ai",
-              "generativelanguage.googleapis.com")
+MOCK_HOSTS = (
+    "api.openai.com",
+    "api.anthropic.com",
+    "localhost",
+    "*.openai.azure.com",
+    "openrouter.ai",
+    "api.groq.com",
+    "api.deepseek.com",
+    "api.mistral.ai",
+    "api.x.ai",
+    "generativelanguage.googleapis.com",
+)
 CREATED = 1764400000  # fixed: replies are byte-for-byte reproducible
-WORDS = "The quick brown fox jumps over the lazy dog while llamas watch — naïve café 日本語 ✓".split(" ")
+WORDS = [
+    "The",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "the",
+    "lazy",
+    "dog",
+    "while",
+    "llamas",
+    "watch",
+    "—",
+    "naïve",
+    "café",
+    "日本語",
+    "✓",
+]
 
 
 @dataclass
@@ -47,6 +74,7 @@ class Reply:
 
 # -- TLS ----------------------------------------------------------------------------
 
+
 def ensure_certs(cert_dir: Path) -> tuple[Path, Path, Path]:
     """(ca cert, leaf cert, leaf key) in cert_dir, created once."""
     from cryptography import x509
@@ -55,44 +83,72 @@ def ensure_certs(cert_dir: Path) -> tuple[Path, Path, Path]:
     from cryptography.x509.oid import NameOID
 
     cert_dir.mkdir(parents=True, exist_ok=True)
-    ca_path, crt_path, key_path = cert_dir / "mock-ca.pem", cert_dir / "mock-leaf.pem", cert_dir / "mock-leaf.key"
+    ca_path, crt_path, key_path = (
+        cert_dir / "mock-ca.pem",
+        cert_dir / "mock-leaf.pem",
+        cert_dir / "mock-leaf.key",
+    )
     if ca_path.exists() and crt_path.exists() and key_path.exists():
         return ca_path, crt_path, key_path
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmtap mock provider CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
     import ipaddress
 
     sans: list[x509.GeneralName] = [x509.DNSName(h) for h in MOCK_HOSTS]
     sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
-    leaf = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmtap mock provider")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=825))
-            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmtap mock provider")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=825))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     crt_path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     key_path.chmod(0o600)
     return ca_path, crt_path, key_path
 
 
 # -- wire helpers ---------------------------------------------------------------------
+
 
 def sse(obj: Any, event: str | None = None, eol: str = "\n") -> bytes:
     data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
@@ -110,18 +166,30 @@ def json_reply(status: int, obj: Any, headers: list[tuple[str, str]] | None = No
 
 
 SSE_HEADERS = [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
-OPENAI_HEADERS = [("x-request-id", "req_mock_openai_1"), ("openai-processing-ms", "42"),
-                  ("x-ratelimit-remaining-requests", "4999"), ("x-ratelimit-remaining-tokens", "159000")]
-ANTHROPIC_HEADERS = [("request-id", "req_mock_anthropic_1"), ("anthropic-ratelimit-requests-remaining", "49"),
-                     ("anthropic-ratelimit-tokens-remaining", "39000")]
+OPENAI_HEADERS = [
+    ("x-request-id", "req_mock_openai_1"),
+    ("openai-processing-ms", "42"),
+    ("x-ratelimit-remaining-requests", "4999"),
+    ("x-ratelimit-remaining-tokens", "159000"),
+]
+ANTHROPIC_HEADERS = [
+    ("request-id", "req_mock_anthropic_1"),
+    ("anthropic-ratelimit-requests-remaining", "49"),
+    ("anthropic-ratelimit-tokens-remaining", "39000"),
+]
 
 
 # -- OpenAI chat -------------------------------------------------------------------------
 
+
 def _chat_usage(prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
+    }
 
 
 def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
@@ -133,46 +201,121 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
     if scenario == "cached_reasoning":
         usage = _chat_usage(2048, 96, cached=1024, reasoning=64)
     if scenario == "rate_limit_429":
-        return json_reply(429, {"error": {
-            "message": "Rate limit reached for gpt-4o in organization org-mock on tokens per min (TPM): "
-                       "Limit 30000, Used 29000, Requested 1500. Please try again in 1.5s.",
-            "type": "tokens", "param": None, "code": "rate_limit_exceeded"}},
-            [("x-request-id", "req_mock_429"), ("retry-after-ms", "1500"), ("x-ratelimit-remaining-tokens", "0")])
+        return json_reply(
+            429,
+            {
+                "error": {
+                    "message": "Rate limit reached for gpt-4o in organization org-mock on tokens per min (TPM): "
+                    "Limit 30000, Used 29000, Requested 1500. Please try again in 1.5s.",
+                    "type": "tokens",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            [
+                ("x-request-id", "req_mock_429"),
+                ("retry-after-ms", "1500"),
+                ("x-ratelimit-remaining-tokens", "0"),
+            ],
+        )
     if scenario == "quota_429":
-        return json_reply(429, {"error": {
-            "message": "You exceeded your current quota, please check your plan and billing details.",
-            "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}},
-            [("x-request-id", "req_mock_quota")])
-    base = {"id": "chatcmpl-mock123", "object": "chat.completion.chunk", "created": CREATED,
-            "model": resp_model, "system_fingerprint": "fp_mock"}
+        return json_reply(
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota, please check your plan and billing details.",
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            },
+            [("x-request-id", "req_mock_quota")],
+        )
+    base = {
+        "id": "chatcmpl-mock123",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": resp_model,
+        "system_fingerprint": "fp_mock",
+    }
     text = words(n)
     tool = scenario == "tool_calls"
     if not body.get("stream"):
-        msg: dict[str, Any] = {"role": "assistant", "content": None if tool else "".join(text), "refusal": None}
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if tool else "".join(text),
+            "refusal": None,
+        }
         if tool:
-            msg["tool_calls"] = [{"id": "call_1", "type": "function",
-                                  "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]
-        return json_reply(200, {**base, "object": "chat.completion", "choices": [
-            {"index": 0, "message": msg, "logprobs": None, "finish_reason": "tool_calls" if tool else "stop"}],
-            "usage": usage}, OPENAI_HEADERS)
+            msg["tool_calls"] = [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                }
+            ]
+        return json_reply(
+            200,
+            {
+                **base,
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": msg,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if tool else "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+            OPENAI_HEADERS,
+        )
     eol = "\r\n" if scenario == "crlf" else "\n"
     usage_key: dict[str, Any] = {"usage": None} if include_usage else {}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-                    **usage_key}, eol=eol)
+        return sse(
+            {
+                **base,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+                **usage_key,
+            },
+            eol=eol,
+        )
 
     events = [chunk({"role": "assistant", "content": "", "refusal": None})]
     if tool:
-        events.append(chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                             "function": {"name": "get_weather", "arguments": ""}}]}))
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         for part in ('{"city"', ':"Paris"}'):
             events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}))
     else:
         events += [chunk({"content": t}) for t in text]
     if scenario == "mid_stream_error":
-        events = events[:4] + [sse({"error": {"message": "The server had an error while processing your request. "
-                                              "Sorry about that!", "type": "server_error"}})]
+        events = [
+            *events[:4],
+            sse(
+                {
+                    "error": {
+                        "message": "The server had an error while processing your request. Sorry about that!",
+                        "type": "server_error",
+                    }
+                }
+            ),
+        ]
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events)
     if scenario == "disconnect":
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events[:4], abort=True)
@@ -185,6 +328,7 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
 
 def _shape(reply: Reply, scenario: str) -> Reply:
     """Apply the wire-level scenarios: compression, CRLF split, split UTF-8, pacing."""
+    out: list[bytes] = []
     if scenario == "gzip":
         comp = zlib.compressobj(wbits=31)
         out = [comp.compress(c) + comp.flush(zlib.Z_SYNC_FLUSH) for c in reply.chunks]
@@ -192,14 +336,12 @@ def _shape(reply: Reply, scenario: str) -> Reply:
         reply.chunks = out
         reply.headers = [*reply.headers, ("content-encoding", "gzip")]
     elif scenario == "crlf":
-        # Split every event between its final CR and LF, and join the rest.
-        out: list[bytes] = []
+        # Split every event between its final CR and LF.
         for c in reply.chunks:
             out += [c[:-1], c[-1:]]
         reply.chunks = out
     elif scenario == "split_utf8":
         data = b"".join(reply.chunks)
-        out = []
         i = 0
         while i < len(data):
             j = min(i + 7, len(data))  # 7-byte slices cut through multi-byte characters
@@ -217,42 +359,116 @@ def _shape(reply: Reply, scenario: str) -> Reply:
 
 # -- OpenAI responses / completions / embeddings ---------------------------------------------
 
+
 def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
     model = body.get("model", "gpt-4.1")
-    resp: dict[str, Any] = {"id": "resp_mock456", "object": "response", "created_at": CREATED,
-                            "status": "in_progress", "model": f"{model}-2025-04-14", "output": [], "error": None,
-                            "incomplete_details": None, "usage": None}
-    usage = {"input_tokens": 12033, "input_tokens_details": {"cached_tokens": 11904},
-             "output_tokens": 44, "output_tokens_details": {"reasoning_tokens": 12}, "total_tokens": 12077}
+    resp: dict[str, Any] = {
+        "id": "resp_mock456",
+        "object": "response",
+        "created_at": CREATED,
+        "status": "in_progress",
+        "model": f"{model}-2025-04-14",
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "usage": None,
+    }
+    usage = {
+        "input_tokens": 12033,
+        "input_tokens_details": {"cached_tokens": 11904},
+        "output_tokens": 44,
+        "output_tokens_details": {"reasoning_tokens": 12},
+        "total_tokens": 12077,
+    }
     text = words(6)
     if not body.get("stream"):
-        return json_reply(200, {**resp, "status": "completed", "usage": usage, "output": [
-            {"type": "message", "id": "msg_1", "role": "assistant",
-             "content": [{"type": "output_text", "text": "".join(text)}]}]}, OPENAI_HEADERS)
+        return json_reply(
+            200,
+            {
+                **resp,
+                "status": "completed",
+                "usage": usage,
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_1",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": "".join(text)}],
+                    }
+                ],
+            },
+            OPENAI_HEADERS,
+        )
     seq = iter(range(1000))
-    ev = [sse({"type": "response.created", "sequence_number": next(seq), "response": resp}, "response.created"),
-          sse({"type": "response.in_progress", "sequence_number": next(seq), "response": resp},
-              "response.in_progress")]
+    ev = [
+        sse({"type": "response.created", "sequence_number": next(seq), "response": resp}, "response.created"),
+        sse(
+            {"type": "response.in_progress", "sequence_number": next(seq), "response": resp},
+            "response.in_progress",
+        ),
+    ]
     if scenario == "failed_rate_limit":
-        failed = {**resp, "status": "failed", "error": {
-            "code": "rate_limit_exceeded",
-            "message": "Rate limit reached for gpt-4.1 in organization org-AAA on tokens per min (TPM): Limit 30000, "
-                       "Used 22999, Requested 12528. Please try again in 11.054s."}}
-        ev.append(sse({"type": "response.failed", "sequence_number": next(seq), "response": failed},
-                      "response.failed"))
+        failed = {
+            **resp,
+            "status": "failed",
+            "error": {
+                "code": "rate_limit_exceeded",
+                "message": "Rate limit reached for gpt-4.1 in organization org-AAA on tokens per min (TPM): "
+                "Limit 30000, Used 22999, Requested 12528. Please try again in 11.054s.",
+            },
+        }
+        ev.append(
+            sse(
+                {"type": "response.failed", "sequence_number": next(seq), "response": failed},
+                "response.failed",
+            )
+        )
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, ev)
-    ev.append(sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0,
-                   "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}},
-                  "response.output_item.added"))
+    ev.append(
+        sse(
+            {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": 0,
+                "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+            },
+            "response.output_item.added",
+        )
+    )
     for t in text:
-        ev.append(sse({"type": "response.output_text.delta", "sequence_number": next(seq), "item_id": "msg_1",
-                       "output_index": 0, "content_index": 0, "delta": t, "logprobs": []},
-                      "response.output_text.delta"))
-    done = {**resp, "status": "completed", "usage": usage,
-            "output": [{"type": "message", "id": "msg_1", "role": "assistant",
-                        "content": [{"type": "output_text", "text": "".join(text)}]}]}
-    ev.append(sse({"type": "response.completed", "sequence_number": next(seq), "response": done},
-                  "response.completed"))
+        ev.append(
+            sse(
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": next(seq),
+                    "item_id": "msg_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": t,
+                    "logprobs": [],
+                },
+                "response.output_text.delta",
+            )
+        )
+    done = {
+        **resp,
+        "status": "completed",
+        "usage": usage,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "".join(text)}],
+            }
+        ],
+    }
+    ev.append(
+        sse(
+            {"type": "response.completed", "sequence_number": next(seq), "response": done},
+            "response.completed",
+        )
+    )
     return _shape(Reply(200, SSE_HEADERS + OPENAI_HEADERS, ev), scenario)
 
 
@@ -262,8 +478,15 @@ def openai_completions(body: dict[str, Any], scenario: str) -> Reply:
     text = words(5)
     usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
     if not body.get("stream"):
-        return json_reply(200, {**base, "choices": [{"index": 0, "text": "".join(text), "finish_reason": "length",
-                                                     "logprobs": None}], "usage": usage}, OPENAI_HEADERS)
+        return json_reply(
+            200,
+            {
+                **base,
+                "choices": [{"index": 0, "text": "".join(text), "finish_reason": "length", "logprobs": None}],
+                "usage": usage,
+            },
+            OPENAI_HEADERS,
+        )
     ev = [sse({**base, "choices": [{"index": 0, "text": t, "finish_reason": None, "logprobs": None}]}) for t in text]
     ev.append(sse({**base, "choices": [{"index": 0, "text": "", "finish_reason": "length", "logprobs": None}]}))
     ev.append(sse("[DONE]"))
@@ -273,51 +496,109 @@ def openai_completions(body: dict[str, Any], scenario: str) -> Reply:
 def openai_embeddings(body: dict[str, Any], scenario: str) -> Reply:
     inputs = body.get("input")
     items = inputs if isinstance(inputs, list) else [inputs]
-    return json_reply(200, {"object": "list", "model": body.get("model", "text-embedding-3-small"),
-                            "data": [{"object": "embedding", "index": i, "embedding": [0.0125, -0.5, 0.25]}
-                                     for i in range(len(items))],
-                            "usage": {"prompt_tokens": 8 * len(items), "total_tokens": 8 * len(items)}},
-                      OPENAI_HEADERS)
+    return json_reply(
+        200,
+        {
+            "object": "list",
+            "model": body.get("model", "text-embedding-3-small"),
+            "data": [{"object": "embedding", "index": i, "embedding": [0.0125, -0.5, 0.25]} for i in range(len(items))],
+            "usage": {"prompt_tokens": 8 * len(items), "total_tokens": 8 * len(items)},
+        },
+        OPENAI_HEADERS,
+    )
 
 
 # -- Anthropic ---------------------------------------------------------------------------------------
+
 
 def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
     model = body.get("model", "claude-sonnet-4-5")
     resp_model = "claude-sonnet-4-5-20250929" if model == "claude-sonnet-4-5" else model
     if scenario == "overloaded_529":
-        return json_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
-                                "request_id": "req_mock_529"}, [("request-id", "req_mock_529")])
+        return json_reply(
+            529,
+            {
+                "type": "error",
+                "error": {"type": "overloaded_error", "message": "Overloaded"},
+                "request_id": "req_mock_529",
+            },
+            [("request-id", "req_mock_529")],
+        )
     if scenario == "credit_low":
-        return json_reply(400, {"type": "error", "error": {
-            "type": "invalid_request_error",
-            "message": "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing "
-                       "to upgrade or purchase credits."}, "request_id": "req_mock_400"})
-    usage = {"input_tokens": 28, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 3400,
-             "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
-             "output_tokens": 1, "service_tier": "standard"}
+        return json_reply(
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your credit balance is too low to access the Anthropic API. "
+                    "Please go to Plans & Billing to upgrade or purchase credits.",
+                },
+                "request_id": "req_mock_400",
+            },
+        )
+    usage = {
+        "input_tokens": 28,
+        "cache_creation_input_tokens": 1200,
+        "cache_read_input_tokens": 3400,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
     text = words(7)
-    msg = {"id": "msg_mock01", "type": "message", "role": "assistant", "content": [], "model": resp_model,
-           "stop_reason": None, "stop_sequence": None, "usage": usage}
+    msg: dict[str, Any] = {
+        "id": "msg_mock01",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": resp_model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     if not body.get("stream"):
-        return json_reply(200, {**msg, "content": [{"type": "text", "text": "".join(text)}], "stop_reason": "end_turn",
-                                "usage": {**usage, "output_tokens": 7}}, ANTHROPIC_HEADERS)
-    ev = [sse({"type": "message_start", "message": msg}, "message_start"),
-          sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-              "content_block_start"),
-          sse({"type": "ping"}, "ping")]
+        return json_reply(
+            200,
+            {
+                **msg,
+                "content": [{"type": "text", "text": "".join(text)}],
+                "stop_reason": "end_turn",
+                "usage": {**usage, "output_tokens": 7},
+            },
+            ANTHROPIC_HEADERS,
+        )
+    ev = [
+        sse({"type": "message_start", "message": msg}, "message_start"),
+        sse(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        ),
+        sse({"type": "ping"}, "ping"),
+    ]
     for i, t in enumerate(text):
-        ev.append(sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
-                      "content_block_delta"))
+        ev.append(
+            sse(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+                "content_block_delta",
+            )
+        )
         if i == 2:
             ev.append(sse({"type": "ping"}, "ping"))
     if scenario == "overloaded_mid_stream":
-        ev = ev[:6] + [sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
+        ev = [*ev[:6], sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
         return Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev)
-    ev += [sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-           sse({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 7}}, "message_delta"),
-           sse({"type": "message_stop"}, "message_stop")]
+    ev += [
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 7},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
     return _shape(Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev), scenario)
 
 
@@ -347,6 +628,7 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
 
 # -- server -----------------------------------------------------------------------------------------
 
+
 class MockServer:
     def __init__(self) -> None:
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
@@ -365,8 +647,14 @@ class MockServer:
                 raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 if headers.get("content-encoding") == "gzip":
                     raw = gzip.decompress(raw)
-                self.requests.append({"method": method, "path": path, "headers": headers,
-                                      "body": raw.decode("utf-8", "replace")})
+                self.requests.append(
+                    {
+                        "method": method,
+                        "path": path,
+                        "headers": headers,
+                        "body": raw.decode("utf-8", "replace"),
+                    }
+                )
                 if path.startswith("/_mock/requests"):
                     reply = json_reply(200, list(self.requests))
                 else:
@@ -390,7 +678,13 @@ class MockServer:
                 pass
 
     async def send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 529: "Overloaded"}
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            429: "Too Many Requests",
+            529: "Overloaded",
+        }
         head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte

@@ -94,7 +94,7 @@ def es6_number(f: float) -> str:
     ip, _, fp = mant.partition(".")
     raw = ip + fp
     digits = raw.lstrip("0")
-    point = len(ip) + int(e or 0) - (len(raw) - len(digits))  # value = 0.<digits> × 10^point
+    point = len(ip) + int(e or 0) - (len(raw) - len(digits))  # value = 0.<digits> * 10**point
     digits = digits.rstrip("0") or "0"
     if 1e-6 <= abs(f) < 1e21:
         if point <= 0:

@@ -24,8 +24,9 @@ Sink = Callable[[CallRecord], None]
 
 
 class Pipeline:
-    def __init__(self, metrics: Metrics, estimator: TokenEstimator | None, sinks: list[Sink],
-                 max_queue: int = 100_000) -> None:
+    def __init__(
+        self, metrics: Metrics, estimator: TokenEstimator | None, sinks: list[Sink], max_queue: int = 100_000
+    ) -> None:
         self.metrics = metrics
         self.estimator = estimator
         self.sinks = sinks

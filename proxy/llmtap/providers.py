@@ -85,8 +85,12 @@ def api_for_request(method: str, path: str, provider: str | None, headers_lower:
         return "openai.completions"
     if p.endswith("/embeddings"):
         return "openai.embeddings"
-    if p.endswith("/messages") and (provider == "anthropic" or "anthropic-version" in headers_lower
-                                    or "x-api-key" in headers_lower or provider is None):
+    if p.endswith("/messages") and (
+        provider == "anthropic"
+        or "anthropic-version" in headers_lower
+        or "x-api-key" in headers_lower
+        or provider is None
+    ):
         return "anthropic.messages"
     return None
 

@@ -11,8 +11,18 @@ from typing import Any
 
 OUTCOMES = ("ok", "error", "cancelled")
 ERROR_TYPES = (
-    "", "rate_limited", "quota_exhausted", "overloaded", "server_error", "timeout", "bad_request",
-    "context_length_exceeded", "content_filter", "auth", "not_found", "upstream_disconnected",
+    "",
+    "rate_limited",
+    "quota_exhausted",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "bad_request",
+    "context_length_exceeded",
+    "content_filter",
+    "auth",
+    "not_found",
+    "upstream_disconnected",
 )
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled", "")
 USAGE_SOURCES = ("provider", "estimated", "none")

@@ -63,7 +63,8 @@ def check_exposure(cfg: RunConfig) -> None:
     if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
         raise ConfigError(
             f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
-            "(or --allow-open-proxy if the network in front of it is trusted)")
+            "(or --allow-open-proxy if the network in front of it is trusted)"
+        )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
 
@@ -92,15 +93,23 @@ def run(cfg: RunConfig) -> int:
     preload(estimator)
     resource = resource_attributes()
     pipeline = Pipeline(metrics, estimator, [lambda r: writer.submit(otel_traces_row(r, resource))])
-    addon = LlmTapAddon(AddonConfig(service=cfg.service, intercept=cfg.intercept, connect_to=cfg.connect_to),
-                        pipeline, Fingerprinter.from_data_dir(cfg.data_dir))
+    addon = LlmTapAddon(
+        AddonConfig(service=cfg.service, intercept=cfg.intercept, connect_to=cfg.connect_to),
+        pipeline,
+        Fingerprinter.from_data_dir(cfg.data_dir),
+    )
 
     def health() -> dict[str, Any]:
         queued = writer.queued()
         metrics.store_queue.set(queued)
         ok = addon.running_since is not None
-        return {"status": "ok" if ok else "starting", "version": __version__, "store_queue": queued,
-                "pending": pipeline.pending(), "records_written": writer.written}
+        return {
+            "status": "ok" if ok else "starting",
+            "version": __version__,
+            "store_queue": queued,
+            "pending": pipeline.pending(),
+            "records_written": writer.written,
+        }
 
     def query(sql: str, fmt: str) -> bytes:
         return backend.query(sql, fmt)
@@ -149,8 +158,12 @@ async def _serve(cfg: RunConfig, addon: LlmTapAddon, upstream: Path | None) -> N
     async def announce() -> None:
         while addon.running_since is None:
             await asyncio.sleep(0.05)
-        print(f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
-              f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}", file=sys.stderr, flush=True)
+        print(
+            f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+            f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     task = asyncio.create_task(announce())
     await master.run()

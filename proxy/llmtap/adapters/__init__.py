@@ -14,6 +14,14 @@ ADAPTERS: dict[str, type[Adapter]] = {
 }
 
 __all__ = [
-    "ADAPTERS", "Adapter", "AnthropicMessages", "Observation", "OpenAIChat", "OpenAICompletions",
-    "OpenAIEmbeddings", "OpenAIResponses", "RequestInfo", "Usage",
+    "ADAPTERS",
+    "Adapter",
+    "AnthropicMessages",
+    "Observation",
+    "OpenAIChat",
+    "OpenAICompletions",
+    "OpenAIEmbeddings",
+    "OpenAIResponses",
+    "RequestInfo",
+    "Usage",
 ]

@@ -26,7 +26,12 @@ class AnthropicMessages(Adapter):
             self.req.user = as_str(d(body, "metadata").get("user_id"))
 
     def _usage(self, u: dict[str, Any]) -> None:
-        for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ):
             if isinstance(u.get(key), int):
                 self._raw[key] = as_int(u[key])
         thinking = d(u, "output_tokens_details").get("thinking_tokens")

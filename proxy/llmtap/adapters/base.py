@@ -19,15 +19,28 @@ MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
 
 # Provider finish/stop values → the contract's normalized finish_reason.
 FINISH_MAP: dict[str, str] = {
-    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
-    "completed": "stop", "eos": "stop", "end": "stop",
-    "length": "length", "max_tokens": "length", "max_output_tokens": "length",
-    "model_context_window_exceeded": "length", "model_length": "length",
-    "tool_calls": "tool_calls", "function_call": "tool_calls", "tool_use": "tool_calls",
-    "content_filter": "content_filter", "content_filtered": "content_filter",
-    "guardrail_intervened": "content_filter", "safety": "content_filter",
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "completed": "stop",
+    "eos": "stop",
+    "end": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "model_length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+    "safety": "content_filter",
     "refusal": "refusal",
-    "error": "error", "failed": "error",
+    "error": "error",
+    "failed": "error",
 }
 
 
@@ -130,8 +143,17 @@ def collect_text(value: Any, out: list[str], budget: int = MAX_TEXT_CHARS) -> No
         elif isinstance(v, list):
             stack.extend(reversed(v))
         elif isinstance(v, dict):
-            for k in ("text", "content", "input", "prompt", "system", "messages", "instructions",
-                      "arguments", "parts"):
+            for k in (
+                "text",
+                "content",
+                "input",
+                "prompt",
+                "system",
+                "messages",
+                "instructions",
+                "arguments",
+                "parts",
+            ):
                 if k in v:
                     stack.append(v[k])
 
@@ -150,8 +172,11 @@ def error_from_body(obj: Any) -> ErrorInfo | None:
     if isinstance(err, str) and err:
         return ErrorInfo(message=err[:1000])
     if obj.get("object") == "error" or (obj.get("type") == "error" and "message" in obj):
-        return ErrorInfo(code=as_str(obj.get("code")), type=as_str(obj.get("type")),
-                         message=as_str(obj.get("message"))[:1000])
+        return ErrorInfo(
+            code=as_str(obj.get("code")),
+            type=as_str(obj.get("type")),
+            message=as_str(obj.get("message"))[:1000],
+        )
     return None
 
 

@@ -32,7 +32,8 @@ class OpenAIChat(Adapter):
         super().on_request(body)
         if isinstance(body, dict):
             self.req.max_output_tokens = as_opt_int(body.get("max_completion_tokens")) or as_opt_int(
-                body.get("max_tokens"))
+                body.get("max_tokens")
+            )
             self.req.wants_stream_usage = d(body, "stream_options").get("include_usage") is True
 
     def _meta(self, obj: dict[str, Any]) -> None:

@@ -8,12 +8,28 @@ from ..sse import SSEEvent
 from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_TOOL_ITEMS = frozenset({"function_call", "custom_tool_call", "mcp_call", "computer_call",
-                         "local_shell_call", "web_search_call", "file_search_call",
-                         "code_interpreter_call", "image_generation_call"})
-_TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta",
-                          "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
-                          "response.function_call_arguments.delta"})
+_TOOL_ITEMS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "mcp_call",
+        "computer_call",
+        "local_shell_call",
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+    }
+)
+_TEXT_DELTAS = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta",
+    }
+)
 
 
 def parse_responses_usage(u: dict[str, Any]) -> Usage:
@@ -61,8 +77,13 @@ class OpenAIResponses(Adapter):
         elif status == "failed":
             err = d(resp, "error")
             self.set_finish("failed")
-            self.mid_stream_error(ErrorInfo(code=as_str(err.get("code")), type=as_str(err.get("type")),
-                                            message=as_str(err.get("message"))[:1000]))
+            self.mid_stream_error(
+                ErrorInfo(
+                    code=as_str(err.get("code")),
+                    type=as_str(err.get("type")),
+                    message=as_str(err.get("message"))[:1000],
+                )
+            )
         elif status:
             self.obs.finish_raw = status
             self.obs.finish = "tool_calls" if self.obs.tool_call_keys else "stop"
@@ -86,8 +107,11 @@ class OpenAIResponses(Adapter):
         elif etype == "error":
             err = error_from_body(obj) or ErrorInfo()
             if not err.code and not err.message:
-                err = ErrorInfo(code=as_str(obj.get("code")), type=as_str(obj.get("type")),
-                                message=as_str(obj.get("message"))[:1000])
+                err = ErrorInfo(
+                    code=as_str(obj.get("code")),
+                    type=as_str(obj.get("type")),
+                    message=as_str(obj.get("message"))[:1000],
+                )
             self.mid_stream_error(err)
         elif etype in ("response.created", "response.in_progress", "response.queued"):
             self._response(d(obj, "response"))

@@ -20,10 +20,15 @@ class ChdbBackend:
         self.db = db
         self.path = path
         self._lock = threading.Lock()
-        self._session = session.Session(str(path))
-        for stmt in schema_statements(db):
-            self._session.query(stmt)
-        self._session.query(f"USE {db}")  # unqualified names in user queries mean this database
+        self._session = session.Session(str(path))  # chDB: one embedded path per process
+        self.apply_schema()
+
+    def apply_schema(self) -> None:
+        """Idempotent: every statement is CREATE ... IF NOT EXISTS."""
+        with self._lock:
+            for stmt in schema_statements(self.db):
+                self._session.query(stmt)
+            self._session.query(f"USE {self.db}")  # unqualified names in user queries mean this database
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
         if not rows:

@@ -17,7 +17,7 @@ def default_store_url(data_dir: Path) -> str:
 
 
 def chdb_path(url: str) -> Path:
-    rest = url[len("chdb://"):]
+    rest = url[len("chdb://") :]
     if not rest:
         raise StoreURLError("chdb:// needs a path, e.g. chdb://./llmtap-data/store")
     return Path(rest).expanduser()
@@ -31,6 +31,6 @@ def open_backend(url: str) -> Backend:
         return ChdbBackend(chdb_path(url), DEFAULT_DB)
     if scheme in ("clickhouse", "clickhouses", "http", "https"):
         raise StoreURLError(
-            f"{scheme}:// stores are not available in this build yet; use chdb:// (the default). "
-            "See docs/storage.md.")
+            f"{scheme}:// stores are not available in this build yet; use chdb:// (the default). See docs/storage.md."
+        )
     raise StoreURLError(f"unknown store URL scheme {scheme!r}: use chdb://PATH or clickhouse://user:pass@host:8123/db")

@@ -21,8 +21,15 @@ log = logging.getLogger("llmtap.store")
 
 
 class StoreWriter:
-    def __init__(self, backend: Backend, *, batch_size: int = 500, flush_interval: float = 0.2,
-                 max_queue: int = 200_000, on_drop: Callable[[str, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        batch_size: int = 500,
+        flush_interval: float = 0.2,
+        max_queue: int = 200_000,
+        on_drop: Callable[[str, int], None] | None = None,
+    ) -> None:
         self.backend = backend
         self.batch_size = batch_size
         self.flush_interval = flush_interval

@@ -1,0 +1,236 @@
+"""Capture + adapters without a proxy: realistic streams (the mock's own replies) under random chunking."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+import zlib
+from typing import Any
+
+import brotli
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmtap import mock
+from llmtap.capture import Capture, End, RequestFacts
+from llmtap.decompress import make_decoder
+from llmtap.estimate import TokenEstimator
+from llmtap.providers import adapter_for, api_for_request, provider_for_call
+
+OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
+
+
+def run_capture(
+    path: str,
+    body: dict[str, Any],
+    scenario: str,
+    cuts: list[int] | None = None,
+    host: str = "api.openai.com",
+    end_kind: str = "complete",
+) -> Any:
+    reply = mock.plan(path, {"x-mock-scenario": scenario} if scenario else {}, body)
+    api = api_for_request("POST", path, None, {"anthropic-version"} if "messages" in path else set())
+    assert api is not None
+    raw_body = json.dumps(body).encode()
+    now = time.monotonic()
+    facts = RequestFacts(
+        method="POST",
+        host=host,
+        port=443,
+        path=path,
+        headers=[],
+        body=raw_body,
+        start_wall=time.time(),
+        start_mono=now,
+        provider=provider_for_call(host, api),
+        api=api,
+        trace_id="a" * 32,
+        span_id="b" * 16,
+    )
+    cap = Capture(facts, adapter_for(api))
+    cap.on_response_headers(reply.status, [(k, v) for k, v in reply.headers], now + 0.001)
+    data = b"".join(reply.chunks)
+    points = sorted({c % (len(data) + 1) for c in (cuts or [])})
+    for a, b in zip([0, *points], [*points, len(data)], strict=True):
+        assert cap.tee(data[a:b]) == data[a:b]
+    cap.tee(b"")
+    return cap.build(End(end_kind, time.monotonic()), OFFLINE)
+
+
+STABLE = (
+    "provider",
+    "api",
+    "operation",
+    "request_model",
+    "response_model",
+    "response_id",
+    "stream",
+    "status_code",
+    "outcome",
+    "error_type",
+    "error_code",
+    "error_message",
+    "mid_stream_error",
+    "finish_reason",
+    "finish_reason_raw",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "usage_source",
+    "content_events",
+    "tool_calls",
+    "max_output_tokens",
+    "response_bytes",
+    "request_hash",
+)
+
+SCENARIOS = [
+    (
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}},
+        "cached_reasoning",
+    ),
+    ("/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "gzip"),
+    ("/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "crlf"),
+    ("/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "tool_calls"),
+    ("/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "mid_stream_error"),
+    ("/v1/chat/completions", {"model": "gpt-4o"}, "quota_429"),
+    ("/v1/responses", {"model": "gpt-4.1", "stream": True}, "default"),
+    ("/v1/responses", {"model": "gpt-4.1", "stream": True}, "failed_rate_limit"),
+    ("/v1/completions", {"model": "x", "stream": True}, "default"),
+    ("/v1/messages", {"model": "claude-sonnet-4-5", "stream": True, "max_tokens": 5}, "default"),
+    (
+        "/v1/messages",
+        {"model": "claude-sonnet-4-5", "stream": True, "max_tokens": 5},
+        "overloaded_mid_stream",
+    ),
+    ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 5}, "overloaded_529"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "scenario"), SCENARIOS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(0, 10_000), max_size=30))
+def test_record_does_not_depend_on_chunking(path: str, body: dict[str, Any], scenario: str, cuts: list[int]) -> None:
+    whole = run_capture(path, body, scenario)
+    split = run_capture(path, body, scenario, cuts)
+    assert {k: getattr(split, k) for k in STABLE} == {k: getattr(whole, k) for k in STABLE}
+    assert "parse_error" not in whole.extra
+
+
+def test_openai_usage_chunk_with_empty_choices_is_not_content() -> None:
+    r = run_capture(
+        "/v1/chat/completions",
+        {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}},
+        "default",
+    )
+    assert r.content_events == 8 and r.usage_source == "provider" and (r.input_tokens, r.output_tokens) == (31, 8)
+
+
+def test_cancel_after_terminal_event_is_ok_before_is_cancelled() -> None:
+    done = run_capture(
+        "/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "default", end_kind="client_disconnected"
+    )
+    assert done.outcome == "ok"
+    reply = mock.plan("/v1/chat/completions", {}, {"model": "gpt-4o", "stream": True})
+    facts = RequestFacts(
+        "POST",
+        "api.openai.com",
+        443,
+        "/v1/chat/completions",
+        [],
+        b'{"model":"gpt-4o"}',
+        time.time(),
+        time.monotonic(),
+        "openai",
+        "openai.chat_completions",
+    )
+    cap = Capture(facts, adapter_for("openai.chat_completions"))
+    cap.on_response_headers(200, reply.headers, time.monotonic())
+    for c in reply.chunks[:4]:
+        cap.tee(c)
+    r = cap.build(End("client_disconnected", time.monotonic()), OFFLINE)
+    assert (r.outcome, r.finish_reason, r.content_events, r.usage_source) == (
+        "cancelled",
+        "cancelled",
+        3,
+        "estimated",
+    )
+    assert r.output_tokens > 0
+
+
+def test_parser_failure_is_contained_and_bytes_unchanged() -> None:
+    errors: list[str] = []
+    facts = RequestFacts(
+        "POST",
+        "api.openai.com",
+        443,
+        "/v1/chat/completions",
+        [],
+        b"{}",
+        time.time(),
+        time.monotonic(),
+        "openai",
+        "openai.chat_completions",
+    )
+    cap = Capture(facts, adapter_for("openai.chat_completions"), lambda api, e: errors.append(api))
+
+    def boom(*a: Any) -> None:
+        raise RuntimeError("adapter bug")
+
+    cap.adapter.on_event = boom  # type: ignore[method-assign]
+    cap.on_response_headers(200, [("content-type", "text/event-stream")], time.monotonic())
+    chunks = (b'data: {"choices":[]}\n\n', b"data: [DONE]\n\n")
+    for chunk in chunks:
+        assert cap.tee(chunk) == chunk
+    assert errors == ["openai.chat_completions"] and cap.parsing is False
+    r = cap.build(End("complete", time.monotonic()), OFFLINE)
+    assert r.status_code == 200 and r.response_bytes == sum(map(len, chunks))
+    assert "adapter bug" in r.extra["parse_error"]
+    assert r.outcome == "ok"  # the transport completed; a parser bug is not an upstream failure
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", lambda b: zlib.compress(b)[2:-4]),
+        ("br", brotli.compress),
+        ("zstd", lambda b: zstandard.ZstdCompressor().compress(b)),
+    ],
+)
+def test_incremental_decompression(encoding: str, compress: Any) -> None:
+    raw = b"data: " + ("héllo " * 500).encode() + b"\n\n"
+    blob = compress(raw)
+    dec = make_decoder(encoding)
+    assert dec is not None
+    assert b"".join(dec(blob[i : i + 7]) for i in range(0, len(blob), 7)) == raw
+
+
+def test_identity_and_unknown_encodings() -> None:
+    assert make_decoder(None) is None and make_decoder("identity") is None
+    with pytest.raises(ValueError):
+        make_decoder("compress")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.binary(max_size=2000),
+    st.sampled_from(["/v1/chat/completions", "/v1/responses", "/v1/messages"]),
+    st.sampled_from(["text/event-stream", "application/json"]),
+)
+def test_garbage_bodies_never_raise(data: bytes, path: str, ctype: str) -> None:
+    api = api_for_request("POST", path, "anthropic" if "messages" in path else "openai", set())
+    assert api
+    facts = RequestFacts("POST", "h", 443, path, [], data[:50], time.time(), time.monotonic(), "openai", api)
+    cap = Capture(facts, adapter_for(api))
+    cap.on_response_headers(200, [("content-type", ctype)], time.monotonic())
+    assert cap.tee(data) == data
+    r = cap.build(End("complete", time.monotonic()), OFFLINE)
+    assert r.response_bytes == len(data)

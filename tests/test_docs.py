@@ -1,0 +1,39 @@
+"""The docs say what the code does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from llmtap.errors import RULES
+from llmtap.record import ERROR_TYPES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quick_start_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    return [line for b in blocks for line in b.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
+    cmds = quick_start_commands()
+    assert len(cmds) == 2
+    assert cmds[0].startswith("python3.12 ") and "llmtap run" in cmds[0]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert cmds[1] in ci, "the README's test command must be what .ci/run runs, verbatim"
+
+
+def test_error_taxonomy_table_matches_the_code() -> None:
+    doc = (ROOT / "docs" / "error-taxonomy.md").read_text()
+    rows = re.findall(r"^\| `([a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \|$", doc, re.M)
+    table = {r[0]: r for r in rows}
+    assert [r[0] for r in rows[: len(RULES)]] == [rule.error_type for rule in RULES]
+    for rule in RULES:
+        _, codes, phrases, statuses = table[rule.error_type]
+        assert re.findall(r"`([^`]+)`", codes) == list(rule.codes)
+        assert re.findall(r"“([^”]+)”", phrases) == list(rule.phrases)
+        assert [int(s) for s in re.findall(r"\d+", statuses)] == list(rule.statuses)
+    assert set(table) == set(ERROR_TYPES) - {""}
