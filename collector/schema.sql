@@ -164,3 +164,29 @@ SELECT
     SpanAttributes['llmtap.request_hash'] AS request_hash
 FROM {db}.otel_traces
 WHERE ScopeName = 'llmtap';
+
+-- Opt-in content capture (--capture-content): prompts and completions, redacted and
+-- size-capped by llmtap, kept apart from llm_calls with their own retention (7 days
+-- unless --content-retention-days says otherwise).
+CREATE TABLE IF NOT EXISTS {db}.llm_content (
+    timestamp DateTime64(6, 'UTC'),
+    trace_id String,
+    span_id String,
+    service LowCardinality(String),
+    input_messages String CODEC(ZSTD(3)),
+    output_messages String CODEC(ZSTD(3))
+) ENGINE = MergeTree()
+PARTITION BY toDate(timestamp)
+ORDER BY (timestamp, trace_id)
+TTL toDateTime(timestamp) + toIntervalDay(7);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_content_mv TO {db}.llm_content AS
+SELECT
+    toDateTime64(Timestamp, 6, 'UTC') AS timestamp,
+    TraceId AS trace_id,
+    SpanId AS span_id,
+    ServiceName AS service,
+    SpanAttributes['gen_ai.input.messages'] AS input_messages,
+    SpanAttributes['gen_ai.output.messages'] AS output_messages
+FROM {db}.otel_traces
+WHERE ScopeName = 'llmtap' AND mapContains(SpanAttributes, 'gen_ai.output.messages');

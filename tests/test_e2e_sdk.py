@@ -12,6 +12,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from genai_prices import Usage as GPUsage
+from genai_prices import calc_price
 
 from helpers import Sidecar, session_id
 
@@ -89,7 +91,14 @@ def test_chat_stream_with_usage_cached_and_reasoning(proxied: Sidecar) -> None:
     assert row["user_id"] == "end-user-42"
     assert row["feature"] == "summarize"
     assert row["output_tokens_per_s"] == pytest.approx(96 / (row["decode_ms"] / 1000.0))
-    assert row["cost_usd"] is None  # pricing is not configured in this build: NULL, never 0
+    want = calc_price(
+        GPUsage(input_tokens=2048, cache_read_tokens=1024, output_tokens=96),
+        model_ref="gpt-4o-2024-08-06",
+        provider_id="openai",
+    )
+    assert row["cost_usd"] == pytest.approx(float(want.total_price))
+    assert row["input_cost_usd"] == pytest.approx(float(want.input_price))
+    assert row["output_cost_usd"] == pytest.approx(float(want.output_price))
 
 
 def test_chat_stream_without_usage_is_estimated(proxied: Sidecar) -> None:
@@ -245,6 +254,13 @@ def test_anthropic_stream_cache_tokens_and_pings(proxied: Sidecar) -> None:
     assert row["max_output_tokens"] == 1024
     assert row["user_id"] == "acct-7"
     assert (row["ratelimit_remaining_requests"], row["ratelimit_remaining_tokens"]) == (49, 39000)
+    want = calc_price(
+        GPUsage(input_tokens=4628, cache_read_tokens=3400, cache_write_tokens=1200, output_tokens=7),
+        model_ref="claude-sonnet-4-5-20250929",
+        provider_id="anthropic",
+    )
+    assert row["cost_usd"] == pytest.approx(float(want.total_price))
+    assert row["input_cost_usd"] == pytest.approx(float(want.input_price))
 
 
 def test_anthropic_non_stream(proxied: Sidecar) -> None:
@@ -405,3 +421,18 @@ def test_attribution_headers_are_stripped_before_upstream(proxied: Sidecar, mock
     assert (row["user_id"], row["tenant"], row["prompt_version"]) == ("u1", "t1", "v3")
     seen = [r for r in mock.requests() if r["path"].endswith("/embeddings")]
     assert seen and all(not k.startswith("x-llmtap-") for r in seen for k in r["headers"])
+
+
+def test_unknown_model_has_null_cost(proxied: Sidecar) -> None:
+    sid = session_id()
+    oai().chat.completions.create(model="acme-llm-9000", messages=MESSAGES, extra_headers=hdrs(sid))
+    row = proxied.row(sid)
+    assert row["usage_source"] == "provider" and row["input_tokens"] == 31
+    assert row["cost_usd"] is None and row["input_cost_usd"] is None and row["output_cost_usd"] is None
+
+
+def test_http_error_has_null_cost(proxied: Sidecar) -> None:
+    sid = session_id()
+    with pytest.raises(openai.RateLimitError):
+        oai().chat.completions.create(model="gpt-4o", messages=MESSAGES, extra_headers=hdrs(sid, "quota_429"))
+    assert proxied.row(sid)["cost_usd"] is None

@@ -65,13 +65,14 @@ class Fingerprinter:
 
     def api_key_id(self, headers: Iterable[tuple[str, str]], query: str = "") -> str:
         for k, v in headers:
-            if k in CREDENTIAL_HEADERS[:4] and v:
-                token = v.split(" ", 1)[1] if k == "authorization" and " " in v else v
-                return self.fingerprint(token.strip())
+            if not v or k not in CREDENTIAL_HEADERS[:4]:
+                continue
             if k == "authorization" and v.startswith("AWS4-HMAC-SHA256"):
-                # SigV4: the access key id is the stable identity, the signature is not.
+                # SigV4: the access key id is the stable identity, the signature changes per request.
                 cred = v.split("Credential=", 1)[-1].split("/", 1)[0]
-                return self.fingerprint(cred)
+                return self.fingerprint(cred.strip())
+            token = v.split(" ", 1)[1] if k == "authorization" and " " in v else v
+            return self.fingerprint(token.strip())
         if query:
             for k, v in parse_qsl(query):
                 if k in CREDENTIAL_QUERY_KEYS and v:

@@ -22,6 +22,7 @@ from .adapters.base import Adapter, ErrorInfo, Usage, error_from_body
 from .decompress import Decoder, UnsupportedEncoding, make_decoder
 from .estimate import TokenEstimator
 from .record import CallRecord
+from .redact import redact
 from .sse import SSEDecoder
 from .timing import percentile
 
@@ -286,12 +287,12 @@ class Capture:
             r.error_type = (
                 "timeout" if "timed out" in msg.lower() or "timeout" in msg.lower() else "upstream_disconnected"
             )
-            r.error_message = msg[:1000]
+            r.error_message = redact(msg)[:1000]
             if self.sse:
                 r.mid_stream_error = 200 <= self.status < 300
         if err is not None:
             r.error_code = err.code[:200]
-            r.error_message = err.message[:1000]
+            r.error_message = redact(err.message)[:1000]
             if r.retry_after_s is None:
                 r.retry_after_s = errors.retry_after_from_message(err.message)
 

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,17 @@ def _common(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="llmtap", description="Observability sidecar for LLM API traffic.")
     p.add_argument("--version", action="version", version=f"llmtap {__version__}")
-    p.add_argument("--log-level", default=_env("log-level", "INFO"))
+    logp = argparse.ArgumentParser(add_help=False)
+    logp.add_argument("--log-level", default=_env("log-level", "INFO"))
+    logp.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=_env("log-format", "text"),
+        help="json: one JSON object per line, including one 'llm call' line per call",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run the sidecar proxy")
+    run = sub.add_parser("run", parents=[logp], help="run the sidecar proxy")
     run.add_argument("--listen", default=_env("listen", DEFAULT_LISTEN), help="proxy address HOST:PORT")
     run.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN), help="admin HTTP address HOST:PORT")
     _common(run)
@@ -114,22 +122,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --listen without --proxy-auth",
     )
     run.add_argument("--admin-token", default=_env("admin-token", ""), help="bearer token for the admin API")
+    run.add_argument("--prices", default=_env("prices"), help="price file (JSON/TOML) overriding genai-prices")
+    run.add_argument(
+        "--content-retention-days",
+        type=int,
+        default=int(_env("content-retention-days", 7)),
+        help="days captured content is kept (llm_content TTL), default 7",
+    )
+    run.add_argument(
+        "--traces-retention-days",
+        type=int,
+        default=int(_env("traces-retention-days", 0)),
+        help="days otel_traces rows are kept, 0 = forever (default)",
+    )
+    run.add_argument(
+        "--calls-retention-days",
+        type=int,
+        default=int(_env("calls-retention-days", 0)),
+        help="days llm_calls rows are kept, 0 = forever (default)",
+    )
 
-    sql = sub.add_parser("sql", help="read-only SQL on the store")
+    sql = sub.add_parser("sql", parents=[logp], help="read-only SQL on the store")
     sql.add_argument("query")
     sql.add_argument("--format", default=_env("format"), help="ClickHouse output format (JSONEachRow, CSV, ...)")
     sql.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN), help="a running sidecar's admin address")
     sql.add_argument("--admin-token", default=_env("admin-token", ""))
     _common(sql)
 
-    ca = sub.add_parser("ca", help="print the CA certificate path")
+    ca = sub.add_parser("ca", parents=[logp], help="print the CA certificate path")
     ca.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
 
-    env = sub.add_parser("env", help="print the shell exports a client needs")
+    env = sub.add_parser("env", parents=[logp], help="print the shell exports a client needs")
     env.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
     env.add_argument("--listen", default=_env("listen", DEFAULT_LISTEN))
 
-    mock = sub.add_parser("mock-provider", help="a local HTTPS server replaying realistic LLM streams")
+    mock = sub.add_parser("mock-provider", parents=[logp], help="a local HTTPS server replaying realistic LLM streams")
     mock.add_argument("--listen", default=_env("mock-listen", "127.0.0.1:0"))
     mock.add_argument("--cert-dir", default=_env("mock-cert-dir", "./llmtap-mock"))
     return p
@@ -142,6 +169,7 @@ def _store_url(args: argparse.Namespace) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .pricing import PriceFileError
     from .sidecar import ConfigError, RunConfig, run
     from .store.open import StoreURLError
 
@@ -157,19 +185,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         proxy_auth=args.proxy_auth,
         allow_open_proxy=args.allow_open_proxy,
         admin_token=args.admin_token,
+        otlp_endpoint=args.otlp_endpoint or "",
+        capture_content=args.capture_content,
+        prices=Path(args.prices) if args.prices else None,
+        content_retention_days=args.content_retention_days,
+        traces_retention_days=args.traces_retention_days,
+        calls_retention_days=args.calls_retention_days,
     )
     for spec in cfg.intercept:
         try:
             parse_host_port(spec)
         except ValueError as e:
             raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
-    if args.otlp_endpoint or args.capture_content:
-        logging.getLogger("llmtap").warning(
-            "--otlp-endpoint and --capture-content are accepted but not implemented in this build"
-        )
     try:
         return run(cfg)
-    except (ConfigError, StoreURLError, FileNotFoundError) as e:
+    except (ConfigError, StoreURLError, FileNotFoundError, PriceFileError) as e:
         print(f"llmtap: {e}", file=sys.stderr)
         return 2
 
@@ -254,13 +284,40 @@ def cmd_mock(args: argparse.Namespace) -> int:
     return serve(host, port, Path(args.cert_dir))
 
 
+class JsonFormatter(logging.Formatter):
+    converter = time.gmtime  # type: ignore[assignment]  # UTC timestamps
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        call = getattr(record, "llm_call", None)
+        if isinstance(call, dict):
+            out.update(call)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str, ensure_ascii=False)
+
+
+def setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("llmtap.calls").setLevel(logging.WARNING)  # per-call lines only in JSON mode
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    logging.getLogger("mitmproxy").setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("mitmproxy").setLevel(logging.WARNING)
+    setup_logging(str(args.log_level), args.log_format)
     handlers = {"run": cmd_run, "sql": cmd_sql, "ca": cmd_ca, "env": cmd_env, "mock-provider": cmd_mock}
     return handlers[args.command](args)
 

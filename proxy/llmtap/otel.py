@@ -57,6 +57,8 @@ def span_attributes(r: CallRecord) -> dict[str, Any]:
             continue
         if column in OMIT_EMPTY and value == "":
             continue
+        if column == "stream" and not value:
+            continue  # GenAI semconv: set if and only if streaming
         attrs[attribute_name(column)] = value
     if r.finish_reason_raw:
         attrs["gen_ai.response.finish_reasons"] = [r.finish_reason_raw]
@@ -64,7 +66,7 @@ def span_attributes(r: CallRecord) -> dict[str, Any]:
         attrs["gen_ai.response.time_to_first_chunk"] = r.ttft_ms / 1000.0
     for k, v in r.extra.items():
         if v is not None and v != "" and k != "parent_span_id":
-            attrs[f"llmtap.{k}"] = v
+            attrs[k if k.startswith("gen_ai.") else f"llmtap.{k}"] = v
     return attrs
 
 

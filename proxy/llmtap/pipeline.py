@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 
 from .capture import Capture, End
+from .content import content_attributes
 from .estimate import TokenEstimator
 from .metrics import Metrics
+from .pricing import Pricer
 from .record import CallRecord
 
 log = logging.getLogger("llmtap.pipeline")
@@ -25,11 +27,19 @@ Sink = Callable[[CallRecord], None]
 
 class Pipeline:
     def __init__(
-        self, metrics: Metrics, estimator: TokenEstimator | None, sinks: list[Sink], max_queue: int = 100_000
+        self,
+        metrics: Metrics,
+        estimator: TokenEstimator | None,
+        sinks: list[Sink],
+        max_queue: int = 100_000,
+        pricer: Pricer | None = None,
+        capture_content: bool = False,
     ) -> None:
         self.metrics = metrics
         self.estimator = estimator
         self.sinks = sinks
+        self.pricer = pricer
+        self.capture_content = capture_content
         self._q: queue.Queue[tuple[Capture, End] | None] = queue.Queue(max_queue)
         self._pending = 0
         self._lock = threading.Lock()
@@ -60,6 +70,14 @@ class Pipeline:
                 self.metrics.dropped.labels("build_error").inc()
                 self._done()
                 continue
+            try:
+                if self.pricer is not None:
+                    self.pricer.apply(rec)
+                if self.capture_content:
+                    obs = cap.adapter.obs
+                    rec.extra.update(content_attributes(cap.request_json, "".join(obs.output_text), rec.finish_reason))
+            except Exception:
+                log.exception("enriching the record for %s failed", rec.api)
             if "parse_error" in rec.extra:
                 log.warning("side parser stopped for a %s call: %s", rec.api, rec.extra["parse_error"])
             try:

@@ -20,12 +20,15 @@ from .ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .estimate import TokenEstimator, preload
 from .metrics import Metrics
 from .otel import otel_traces_row
-from .pipeline import Pipeline
+from .pipeline import Pipeline, Sink
+from .pricing import Pricer, load_price_file
 from .providers import allow_host_patterns
+from .record import CallRecord
 from .store.open import open_backend
 from .store.writer import StoreWriter
 
 log = logging.getLogger("llmtap")
+calls_log = logging.getLogger("llmtap.calls")
 
 # Reasoning models can stay silent for many minutes: keep idle connections for 35 min.
 TCP_TIMEOUT_S = 35 * 60
@@ -44,6 +47,12 @@ class RunConfig:
     proxy_auth: str = ""
     allow_open_proxy: bool = False
     admin_token: str = ""
+    otlp_endpoint: str = ""
+    capture_content: bool = False
+    prices: Path | None = None
+    content_retention_days: int = 7
+    traces_retention_days: int = 0
+    calls_retention_days: int = 0
 
 
 class ConfigError(ValueError):
@@ -78,6 +87,13 @@ def resource_attributes() -> dict[str, str]:
     return out
 
 
+def log_call(r: CallRecord) -> None:
+    """One structured line per call (logger ``llmtap.calls``); JSON with --log-format json."""
+    if calls_log.isEnabledFor(logging.INFO):
+        fields = {k: v for k, v in r.to_dict().items() if k != "extra" and v not in (None, "")}
+        calls_log.info("llm call", extra={"llm_call": fields})
+
+
 def run(cfg: RunConfig) -> int:
     check_exposure(cfg)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
@@ -86,13 +102,27 @@ def run(cfg: RunConfig) -> int:
     bundle = client_bundle(cfg.data_dir)
     upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
 
+    pricer = Pricer(load_price_file(cfg.prices) if cfg.prices else [])
     metrics = Metrics()
     backend = open_backend(cfg.store)
+    for table, days in (
+        ("llm_content", cfg.content_retention_days),
+        ("otel_traces", cfg.traces_retention_days),
+        ("llm_calls", cfg.calls_retention_days),
+    ):
+        backend.set_retention(table, days)
     writer = StoreWriter(backend, on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n))
     estimator = TokenEstimator(cfg.data_dir / "tiktoken")
     preload(estimator)
     resource = resource_attributes()
-    pipeline = Pipeline(metrics, estimator, [lambda r: writer.submit(otel_traces_row(r, resource))])
+    sinks: list[Sink] = [lambda r: writer.submit(otel_traces_row(r, resource)), log_call]
+    span_sink = None
+    if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from .spans import SpanSink, otlp_exporter
+
+        span_sink = SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource)
+        sinks.append(span_sink)
+    pipeline = Pipeline(metrics, estimator, sinks, pricer=pricer, capture_content=cfg.capture_content)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, connect_to=cfg.connect_to),
         pipeline,
@@ -121,6 +151,8 @@ def run(cfg: RunConfig) -> int:
     finally:
         log.info("shutting down: flushing records")
         pipeline.close()
+        if span_sink is not None:
+            span_sink.close()
         writer.flush(15.0)
         writer.close()
         admin.close()

@@ -30,11 +30,30 @@ def schema_statements(db: str = DEFAULT_DB) -> list[str]:
     return [s.strip().replace("{db}", db) for s in text.split(";") if s.strip()]
 
 
+# table → (time expression) for retention; see retention_statement.
+RETENTION_TABLES = {
+    "otel_traces": "toDateTime(Timestamp)",
+    "llm_calls": "toDateTime(timestamp)",
+    "llm_content": "toDateTime(timestamp)",
+}
+
+
+def retention_statement(db: str, table: str, days: int) -> str:
+    """``ALTER TABLE ... MODIFY TTL`` (days > 0) or ``REMOVE TTL`` (0): applied at every start."""
+    if table not in RETENTION_TABLES or not _DB_RE.match(db):
+        raise ValueError(f"no retention for {db}.{table}")
+    if days <= 0:
+        return f"ALTER TABLE {db}.{table} REMOVE TTL"
+    return f"ALTER TABLE {db}.{table} MODIFY TTL {RETENTION_TABLES[table]} + toIntervalDay({int(days)})"
+
+
 class Backend(Protocol):
     """What the writer needs from a store."""
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None: ...
 
     def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes: ...
+
+    def set_retention(self, table: str, days: int) -> None: ...
 
     def close(self) -> None: ...

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import DEFAULT_DB, schema_statements
+from . import DEFAULT_DB, retention_statement, schema_statements
 
 
 class ChdbBackend:
@@ -29,6 +29,15 @@ class ChdbBackend:
             for stmt in schema_statements(self.db):
                 self._session.query(stmt)
             self._session.query(f"USE {self.db}")  # unqualified names in user queries mean this database
+
+    def set_retention(self, table: str, days: int) -> None:
+        stmt = retention_statement(self.db, table, days)
+        with self._lock:
+            try:
+                self._session.query(stmt)
+            except Exception as e:
+                if days > 0 or "TTL" not in str(e):  # removing an absent TTL is fine
+                    raise
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
