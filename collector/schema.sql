@@ -1,11 +1,15 @@
 -- llmtap ClickHouse schema: the single source used by the embedded store (chDB),
 -- the ClickHouse-server writer and the OTel Collector deployment.
 -- `{db}` is replaced by the database name. Every statement is idempotent.
+-- Inserts from llmtap's writer carry insert_deduplication_token and
+-- deduplicate_blocks_in_dependent_materialized_views = 1, so the views dedupe too.
 
 CREATE DATABASE IF NOT EXISTS {db};
 
 -- Exactly the table the OTel Collector ClickHouse exporter creates
--- (exporter/clickhouseexporter/internal/sqltemplates/traces_table.sql).
+-- (exporter/clickhouseexporter/internal/sqltemplates/traces_table.sql), plus a
+-- deduplication window so a batch re-sent after a crash (same insert_deduplication_token)
+-- is not stored twice. Run the collector with create_schema: false.
 CREATE TABLE IF NOT EXISTS {db}.otel_traces (
     Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
     TraceId String CODEC(ZSTD(1)),
@@ -42,7 +46,7 @@ CREATE TABLE IF NOT EXISTS {db}.otel_traces (
 ) ENGINE = MergeTree()
 PARTITION BY toDate(Timestamp)
 ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
-SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1, non_replicated_deduplication_window = 10000;
 
 -- One typed row per LLM call (the llm_calls contract in DESIGN.md).
 CREATE TABLE IF NOT EXISTS {db}.llm_calls (
@@ -102,10 +106,12 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls (
     request_hash String
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(timestamp)
-ORDER BY (service, provider, request_model, timestamp);
+ORDER BY (service, provider, request_model, timestamp)
+SETTINGS non_replicated_deduplication_window = 10000;
 
 -- otel_traces → llm_calls, whichever route (llmtap's writer or an OTel Collector)
--- wrote the span. Only llmtap's own spans (its instrumentation scope) are selected.
+-- wrote the span. Only llmtap's own spans (its instrumentation scope) are selected:
+-- current exporters write the scope to ScopeName, older ones to otel.scope.name.
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_calls_mv TO {db}.llm_calls AS
 SELECT
     toDateTime64(Timestamp, 6, 'UTC') AS timestamp,
@@ -163,7 +169,7 @@ SELECT
     SpanAttributes['llmtap.api_key_id'] AS api_key_id,
     SpanAttributes['llmtap.request_hash'] AS request_hash
 FROM {db}.otel_traces
-WHERE ScopeName = 'llmtap';
+WHERE ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap';
 
 -- Opt-in content capture (--capture-content): prompts and completions, redacted and
 -- size-capped by llmtap, kept apart from llm_calls with their own retention (7 days
@@ -178,7 +184,8 @@ CREATE TABLE IF NOT EXISTS {db}.llm_content (
 ) ENGINE = MergeTree()
 PARTITION BY toDate(timestamp)
 ORDER BY (timestamp, trace_id)
-TTL toDateTime(timestamp) + toIntervalDay(7);
+TTL toDateTime(timestamp) + toIntervalDay(7)
+SETTINGS non_replicated_deduplication_window = 10000;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_content_mv TO {db}.llm_content AS
 SELECT
@@ -189,4 +196,5 @@ SELECT
     SpanAttributes['gen_ai.input.messages'] AS input_messages,
     SpanAttributes['gen_ai.output.messages'] AS output_messages
 FROM {db}.otel_traces
-WHERE ScopeName = 'llmtap' AND mapContains(SpanAttributes, 'gen_ai.output.messages');
+WHERE (ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap')
+  AND mapContains(SpanAttributes, 'gen_ai.output.messages');

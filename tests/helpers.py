@@ -9,11 +9,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 LLMTAP = [sys.executable, "-m", "llmtap"]
 
@@ -166,3 +171,98 @@ def start_sidecar(data_dir: Path, mock: Mock | None, *extra: str, env: dict[str,
 
 def session_id() -> str:
     return uuid.uuid4().hex
+
+
+class OtlpReceiver:
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+        self.spans: list[tuple[dict[str, str], Span]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.requests.append(body)
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(body)
+                for rs in req.resource_spans:
+                    res = {a.key: a.value.string_value for a in rs.resource.attributes}
+                    for ss in rs.scope_spans:
+                        for sp in ss.spans:
+                            outer.spans.append((res | {"scope": ss.scope.name}, sp))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *a: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def span(self, span_id: str, timeout: float = 10.0) -> tuple[dict[str, str], Span]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for res, sp in self.spans:
+                if sp.span_id.hex() == span_id:
+                    return res, sp
+            time.sleep(0.05)
+        raise AssertionError(f"no span {span_id} received")
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@dataclass
+class ClickHouseHTTP:
+    """tests/chhttp.py in its own process (chDB allows one store per process)."""
+
+    path: Path
+    port: int
+    user: str = "llmtap"
+    password: str = "s3cret"
+    proc: subprocess.Popen[Any] | None = None
+
+    def start(self) -> ClickHouseHTTP:
+        script = Path(__file__).with_name("chhttp.py")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                "--path",
+                str(self.path),
+                "--port",
+                str(self.port),
+                "--user",
+                self.user,
+                "--password",
+                self.password,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"chhttp failed: {self.proc.stderr.read() if self.proc.stderr else ''}")
+        self.port = int(json.loads(line)["port"])
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"clickhouse://{self.user}:{self.password}@127.0.0.1:{self.port}/llmtap"
+
+    def client(self) -> Any:
+        import clickhouse_connect
+
+        return clickhouse_connect.get_client(
+            host="127.0.0.1", port=self.port, username=self.user, password=self.password, compress=False
+        )

@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from llmtap.otel import SEMCONV, as_string, es6_number, otel_traces_row, span_at
 from llmtap.record import COLUMN_NAMES, CallRecord
 from llmtap.store import schema_statements
 from llmtap.store.embedded import ChdbBackend
+from llmtap.store.spool import Spool
 from llmtap.store.writer import StoreWriter
 
 
@@ -209,15 +211,18 @@ def test_es6_numbers_round_trip() -> None:
 
 
 class FlakyBackend:
-    def __init__(self) -> None:
-        self.rows: list[dict[str, object]] = []
-        self.fail = 2
+    def __init__(self, fail: int = 2) -> None:
+        self.rows: list[bytes] = []
+        self.tokens: list[str] = []
+        self.fail = fail
 
-    def insert_spans(self, rows: list[dict[str, object]]) -> None:
+    def insert_rows(self, rows: list[bytes], token: str) -> None:
         if self.fail:
             self.fail -= 1
             raise ConnectionError("store away")
-        self.rows += rows
+        if token not in self.tokens:  # what the store's deduplication does
+            self.rows += rows
+            self.tokens.append(token)
 
     def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
         return b""
@@ -226,12 +231,62 @@ class FlakyBackend:
         pass
 
 
-def test_writer_batches_and_retries_without_losing_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_writer_batches_and_retries_without_losing_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "sleep", lambda s: None)
     fb = FlakyBackend()
-    w = StoreWriter(fb, batch_size=10, flush_interval=0.01)
+    w = StoreWriter(fb, Spool(tmp_path / "spool"), batch_size=10, flush_interval=0.01)
     for i in range(25):
         w.submit({"i": i})
     assert w.flush(10.0)
     w.close()
-    assert [r["i"] for r in fb.rows] == list(range(25))
+    assert [json.loads(r)["i"] for r in fb.rows] == list(range(25))
+    assert not list((tmp_path / "spool").glob("*.jsonl"))  # everything acknowledged: nothing kept
+
+
+def test_spool_replays_a_begun_batch_with_the_same_token(tmp_path: Path) -> None:
+    sp = Spool(tmp_path)
+    for i in range(5):
+        sp.append(b'{"i":%d}' % i)
+    b1 = sp.next_batch(3)
+    assert b1 is not None and len(b1.rows) == 3
+    sp.ack(b1)
+    b2 = sp.next_batch(3)  # begun, then the process dies before the ack
+    assert b2 is not None and b2.rows == [b'{"i":3}', b'{"i":4}']
+    del sp  # no close(): a crash
+    sp2 = Spool(tmp_path)
+    again = sp2.next_batch(100)
+    assert again is not None and (again.rows, again.token) == (b2.rows, b2.token)
+    sp2.ack(again)
+    assert sp2.next_batch(100) is None and sp2.unsent() == 0
+
+
+def test_spool_survives_a_torn_line(tmp_path: Path) -> None:
+    sp = Spool(tmp_path)
+    sp.append(b'{"i":1}')
+    seg = next(tmp_path.glob("*.jsonl"))
+    with open(seg, "ab") as f:
+        f.write(b'{"i":2')  # half a record: the writer was killed mid-write
+    sp2 = Spool(tmp_path)
+    b = sp2.next_batch(10)
+    assert b is not None and b.rows == [b'{"i":1}']
+
+
+def test_spool_is_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
+    dropped: list[tuple[str, int]] = []
+    sp = Spool(tmp_path, max_bytes=4000, segment_bytes=1000, on_drop=lambda r, n: dropped.append((r, n)))
+    for i in range(200):
+        sp.append(b'{"i":%d,"pad":"%s"}' % (i, b"x" * 20))
+    assert sp.total_bytes() <= 4000 + 1000
+    assert dropped and all(r == "spool_full" for r, _ in dropped)
+    assert sum(n for _, n in dropped) + sp.unsent() == 200
+    first = sp.next_batch(1)
+    assert first is not None and json.loads(first.rows[0])["i"] > 0  # the oldest went first
+
+
+def test_store_deduplicates_a_resent_batch(backend: ChdbBackend) -> None:
+    r = full_record(span_id="04" * 8)
+    line = json.dumps(otel_traces_row(r)).encode()
+    backend.insert_rows([line], "seg:0:1-test")
+    backend.insert_rows([line], "seg:0:1-test")
+    out = backend.query("SELECT count() FROM llm_calls WHERE span_id = '" + "04" * 8 + "'", "CSV")
+    assert out.strip() == b"1"

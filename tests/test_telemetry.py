@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import Mock, Sidecar, session_id, start_sidecar, stop
+from helpers import Mock, OtlpReceiver, Sidecar, session_id, start_sidecar, stop
 from rawclient import request
 
 pytestmark = pytest.mark.timeout(180)
@@ -31,48 +28,6 @@ input_mtok = 100.0
 output_mtok = 1000.0
 cache_read_mtok = 10.0
 """
-
-
-class OtlpReceiver:
-    def __init__(self) -> None:
-        self.requests: list[bytes] = []
-        self.spans: list[tuple[dict[str, str], Span]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.requests.append(body)
-                req = ExportTraceServiceRequest()
-                req.ParseFromString(body)
-                for rs in req.resource_spans:
-                    res = {a.key: a.value.string_value for a in rs.resource.attributes}
-                    for ss in rs.scope_spans:
-                        for sp in ss.spans:
-                            outer.spans.append((res | {"scope": ss.scope.name}, sp))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.end_headers()
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def span(self, span_id: str, timeout: float = 10.0) -> tuple[dict[str, str], Span]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for res, sp in self.spans:
-                if sp.span_id.hex() == span_id:
-                    return res, sp
-            time.sleep(0.05)
-        raise AssertionError(f"no span {span_id} received")
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")

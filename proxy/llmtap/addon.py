@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 
 from mitmproxy import http
-from mitmproxy.proxy import server_hooks
 
 from .attribution import ATTRIBUTION_HEADERS, Fingerprinter, read_attribution
 from .capture import Capture, End, RequestFacts
@@ -30,7 +29,6 @@ _KEY = "llmtap"
 class AddonConfig:
     service: str = ""
     intercept: list[str] = field(default_factory=list)
-    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
 
 class LlmTapAddon:
@@ -44,13 +42,6 @@ class LlmTapAddon:
     # -- lifecycle -----------------------------------------------------------------
     def running(self) -> None:
         self.running_since = time.time()
-
-    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
-        addr = data.server.address
-        if addr and self.cfg.connect_to:
-            target = self.cfg.connect_to.get((str(addr[0]).lower(), int(addr[1])))
-            if target is not None:
-                data.server.address = target
 
     # -- HTTP ----------------------------------------------------------------------
     def is_intercepted(self, host: str, port: int) -> bool:

@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --listen without --proxy-auth",
     )
     run.add_argument("--admin-token", default=_env("admin-token", ""), help="bearer token for the admin API")
+    run.add_argument(
+        "--spool-max-mb",
+        type=int,
+        default=int(_env("spool-max-mb", 1024)),
+        help="bound of the on-disk spool (records waiting for the store), default 1024",
+    )
     run.add_argument("--prices", default=_env("prices"), help="price file (JSON/TOML) overriding genai-prices")
     run.add_argument(
         "--content-retention-days",
@@ -191,6 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         content_retention_days=args.content_retention_days,
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
+        spool_max_mb=args.spool_max_mb,
     )
     for spec in cfg.intercept:
         try:

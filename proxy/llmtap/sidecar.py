@@ -25,6 +25,7 @@ from .pricing import Pricer, load_price_file
 from .providers import allow_host_patterns
 from .record import CallRecord
 from .store.open import open_backend
+from .store.spool import Spool
 from .store.writer import StoreWriter
 
 log = logging.getLogger("llmtap")
@@ -53,6 +54,7 @@ class RunConfig:
     content_retention_days: int = 7
     traces_retention_days: int = 0
     calls_retention_days: int = 0
+    spool_max_mb: int = 1024
 
 
 class ConfigError(ValueError):
@@ -104,14 +106,18 @@ def run(cfg: RunConfig) -> int:
 
     pricer = Pricer(load_price_file(cfg.prices) if cfg.prices else [])
     metrics = Metrics()
-    backend = open_backend(cfg.store)
-    for table, days in (
-        ("llm_content", cfg.content_retention_days),
-        ("otel_traces", cfg.traces_retention_days),
-        ("llm_calls", cfg.calls_retention_days),
-    ):
-        backend.set_retention(table, days)
-    writer = StoreWriter(backend, on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n))
+    retention = {
+        "llm_content": cfg.content_retention_days,
+        "otel_traces": cfg.traces_retention_days,
+        "llm_calls": cfg.calls_retention_days,
+    }
+    backend = open_backend(cfg.store, retention)
+    spool = Spool(
+        cfg.data_dir / "spool",
+        max_bytes=cfg.spool_max_mb << 20,
+        on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n),
+    )
+    writer = StoreWriter(backend, spool)
     estimator = TokenEstimator(cfg.data_dir / "tiktoken")
     preload(estimator)
     resource = resource_attributes()
@@ -124,7 +130,7 @@ def run(cfg: RunConfig) -> int:
         sinks.append(span_sink)
     pipeline = Pipeline(metrics, estimator, sinks, pricer=pricer, capture_content=cfg.capture_content)
     addon = LlmTapAddon(
-        AddonConfig(service=cfg.service, intercept=cfg.intercept, connect_to=cfg.connect_to),
+        AddonConfig(service=cfg.service, intercept=cfg.intercept),
         pipeline,
         Fingerprinter.from_data_dir(cfg.data_dir),
     )
@@ -132,11 +138,13 @@ def run(cfg: RunConfig) -> int:
     def health() -> dict[str, Any]:
         queued = writer.queued()
         metrics.store_queue.set(queued)
+        metrics.spool_bytes.set(spool.total_bytes())
         ok = addon.running_since is not None
         return {
             "status": "ok" if ok else "starting",
             "version": __version__,
             "store_queue": queued,
+            "store_ok": writer.failing_since is None,
             "pending": pipeline.pending(),
             "records_written": writer.written,
         }
@@ -162,6 +170,22 @@ def run(cfg: RunConfig) -> int:
     return 0
 
 
+def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str, int], tuple[str, int]]) -> None:
+    """``--connect-to HOST:PORT:ADDR:PORT`` as curl does it: name resolution of HOST:PORT on
+    the proxy's event loop yields ADDR:PORT. Everything else (TLS name, Host header, connection
+    reuse) stays the original host's."""
+    resolve = loop.getaddrinfo
+
+    async def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and port is not None:
+            target = mapping.get((host.lower(), int(port)))
+            if target is not None:
+                host, port = target
+        return await resolve(host, port, *args, **kwargs)
+
+    loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
+
+
 async def _serve(cfg: RunConfig, addon: LlmTapAddon, upstream: Path | None) -> None:
     from mitmproxy.options import Options
     from mitmproxy.tools.dump import DumpMaster
@@ -184,6 +208,8 @@ async def _serve(cfg: RunConfig, addon: LlmTapAddon, upstream: Path | None) -> N
     opts.update(**update)
     master.addons.add(addon)
     loop = asyncio.get_running_loop()
+    if cfg.connect_to:
+        install_connect_to(loop, cfg.connect_to)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, master.shutdown)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 DEFAULT_DB = "llmtap"
+SCHEMA_VERSION = 1  # bump with a new migration when collector/schema.sql changes incompatibly
 _DB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -50,10 +51,9 @@ def retention_statement(db: str, table: str, days: int) -> str:
 class Backend(Protocol):
     """What the writer needs from a store."""
 
-    def insert_spans(self, rows: list[dict[str, Any]]) -> None: ...
+    def insert_rows(self, rows: list[bytes], token: str) -> None:
+        """Insert ``otel_traces`` rows (JSON lines); ``token`` deduplicates a re-sent batch."""
 
     def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes: ...
-
-    def set_retention(self, table: str, days: int) -> None: ...
 
     def close(self) -> None: ...

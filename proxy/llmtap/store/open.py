@@ -23,14 +23,17 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-def open_backend(url: str) -> Backend:
+def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend:
     scheme = urlsplit(url).scheme.lower()
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
-        return ChdbBackend(chdb_path(url), DEFAULT_DB)
-    if scheme in ("clickhouse", "clickhouses", "http", "https"):
-        raise StoreURLError(
-            f"{scheme}:// stores are not available in this build yet; use chdb:// (the default). See docs/storage.md."
-        )
+        return ChdbBackend(chdb_path(url), DEFAULT_DB, retention)
+    if scheme in ("clickhouse", "clickhouses"):
+        from .clickhouse import ClickHouseBackend, ClickHouseURLError
+
+        try:
+            return ClickHouseBackend(url, retention=retention)
+        except ClickHouseURLError as e:
+            raise StoreURLError(str(e)) from None
     raise StoreURLError(f"unknown store URL scheme {scheme!r}: use chdb://PATH or clickhouse://user:pass@host:8123/db")

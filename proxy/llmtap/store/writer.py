@@ -1,109 +1,91 @@
-"""The store writer: a thread that batches finished records into the store.
+"""The store writer: one thread moving records from the durable spool into the store.
 
-``submit`` never blocks the caller. Batches are bounded in size and time; a
-failed insert is retried with exponential backoff and jitter while newer records
-keep queueing (bounded: past ``max_queue`` the oldest are dropped and counted).
+``submit`` appends the record to the spool (on disk, never blocking on the store) and
+returns. The writer thread sends batches (bounded in rows and time) in spool order; a
+failed insert is retried with exponential backoff and jitter, the same batch with the
+same deduplication token, while new records keep accumulating on disk.
 """
 
 from __future__ import annotations
 
-import collections
+import json
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from . import Backend
+from .spool import Spool
 
 log = logging.getLogger("llmtap.store")
 
 
 class StoreWriter:
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        batch_size: int = 500,
-        flush_interval: float = 0.2,
-        max_queue: int = 200_000,
-        on_drop: Callable[[str, int], None] | None = None,
-    ) -> None:
+    def __init__(self, backend: Backend, spool: Spool, *, batch_size: int = 2000, flush_interval: float = 0.2) -> None:
         self.backend = backend
+        self.spool = spool
         self.batch_size = batch_size
         self.flush_interval = flush_interval
-        self.max_queue = max_queue
-        self._on_drop = on_drop
-        self._q: collections.deque[dict[str, Any]] = collections.deque()
-        self._cv = threading.Condition()
+        self._wake = threading.Event()
         self._stop = False
-        self._inflight = 0
         self.written = 0
+        self.failing_since: float | None = None
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
 
     def submit(self, row: dict[str, Any]) -> None:
-        with self._cv:
-            if len(self._q) >= self.max_queue:
-                self._q.popleft()
-                if self._on_drop:
-                    self._on_drop("store_queue_full", 1)
-            self._q.append(row)
-            if len(self._q) >= self.batch_size:
-                self._cv.notify()
+        self.spool.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
+        self._wake.set()
 
     def queued(self) -> int:
-        with self._cv:
-            return len(self._q) + self._inflight
+        return self.spool.unsent()
 
     def _run(self) -> None:
         backoff = 0.5
         while True:
-            with self._cv:
-                if not self._q and not self._stop:
-                    self._cv.wait(self.flush_interval)
-                if not self._q:
-                    if self._stop:
-                        return
-                    continue
-                if len(self._q) < self.batch_size and not self._stop:
-                    self._cv.wait(self.flush_interval)  # let a batch gather, bounded in time
-                n = min(len(self._q), self.batch_size)
-                batch = [self._q.popleft() for _ in range(n)]
-                self._inflight = n
+            batch = self.spool.next_batch(self.batch_size)
+            if batch is None or not batch.rows:
+                self.spool.maybe_fsync()
+                if self._stop:
+                    return
+                self._wake.wait(self.flush_interval)
+                self._wake.clear()
+                continue
             try:
-                self.backend.insert_spans(batch)
-                self.written += n
-                backoff = 0.5
+                self.backend.insert_rows(batch.rows, batch.token)
             except Exception as e:
-                log.warning("store insert of %d rows failed (%s); retrying in %.1fs", n, e, backoff)
-                with self._cv:
-                    self._q.extendleft(reversed(batch))
-                    stopping = self._stop
-                if stopping and backoff > 8:
-                    log.error("giving up on %d rows at shutdown", len(self._q))
-                    if self._on_drop:
-                        self._on_drop("store_unavailable_at_shutdown", len(self._q))
+                if self.failing_since is None:
+                    self.failing_since = time.monotonic()
+                    log.warning("store unavailable (%s); records are kept in the spool and retried", e)
+                if self._stop and backoff > 4:
+                    log.error(
+                        "store still unavailable at shutdown: %d records stay in the spool for the next start",
+                        self.spool.unsent(),
+                    )
                     return
                 time.sleep(backoff * (0.5 + random.random()))
-                backoff = min(backoff * 2, 30.0)
-            finally:
-                with self._cv:
-                    self._inflight = 0
+                backoff = min(backoff * 2, 5.0)  # an insert attempt is cheap: notice a recovery fast
+                continue
+            if self.failing_since is not None:
+                log.info("store back after %.1fs", time.monotonic() - self.failing_since)
+                self.failing_since = None
+            backoff = 0.5
+            self.spool.ack(batch)
+            self.written += len(batch.rows)
+            self.spool.maybe_fsync()
 
     def flush(self, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.queued() == 0:
                 return True
-            with self._cv:
-                self._cv.notify()
+            self._wake.set()
             time.sleep(0.02)
         return self.queued() == 0
 
     def close(self, timeout: float = 15.0) -> None:
-        with self._cv:
-            self._stop = True
-            self._cv.notify()
+        self._stop = True
+        self._wake.set()
         self._thread.join(timeout)
+        self.spool.close()

@@ -1,0 +1,179 @@
+"""A ClickHouse HTTP endpoint over chDB, for tests (no ClickHouse server can be installed here).
+
+It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
+the ``query`` URL parameter and/or the body, data for INSERTs in the body (gzip,
+zstd or lz4 compressed or not), ``database``, ``default_format``, basic or
+X-ClickHouse-User/Key auth, ``/ping``, and errors as ``Code: N. DB::Exception``.
+Other URL settings are applied with SET for the request and reset after it.
+
+Run: ``python tests/chhttp.py --path DIR --port PORT [--user U --password P]``;
+it prints ``{"port": N}`` when ready. Binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+NOT_SETTINGS = {
+    "query",
+    "database",
+    "default_format",
+    "session_id",
+    "session_timeout",
+    "session_check",
+    "query_id",
+    "user",
+    "password",
+    "compress",
+    "decompress",
+    "wait_end_of_query",
+    "quota_key",
+    "param_",
+    "enable_http_compression",
+    "http_headers_progress_interval_ms",
+    "send_progress_in_http_headers",
+    "client_protocol_version",
+    "readonly",
+}  # per-request readonly cannot be reset on a shared session; sqlguard covers it
+_FORMAT_RE = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--path", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--user", default="default")
+    ap.add_argument("--password", default="")
+    args = ap.parse_args()
+
+    from chdb import session
+
+    sess = session.Session(args.path)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def _reply(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(code)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _auth_ok(self) -> bool:
+            user, pw = self.headers.get("X-ClickHouse-User"), self.headers.get("X-ClickHouse-Key", "")
+            auth = self.headers.get("Authorization", "")
+            if auth.startswith("Basic "):
+                user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
+            return (user or "default") == args.user and (pw or "") == args.password
+
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path == "/ping":
+                self._reply(200, b"Ok.\n")
+                return
+            self.do_POST()
+
+        def do_POST(self) -> None:
+            url = urlsplit(self.path)
+            params = dict(parse_qsl(url.query, keep_blank_values=True))
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else b""
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                body = self._read_chunked()
+            if not self._auth_ok():
+                self._reply(
+                    516,
+                    b"Code: 516. DB::Exception: default: Authentication failed. (AUTHENTICATION_FAILED)\n",
+                    {"X-ClickHouse-Exception-Code": "516"},
+                )
+                return
+            enc = self.headers.get("Content-Encoding", "")
+            if enc == "gzip":
+                body = gzip.decompress(body)
+            elif enc == "zstd":
+                import zstandard
+
+                body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+            elif enc == "lz4":
+                import lz4.frame
+
+                body = lz4.frame.decompress(body)
+            query = params.get("query", "")
+            sql = "\n".join(part for part in (query, body.decode()) if part)  # INSERT ... FORMAT X + its data
+            m = _FORMAT_RE.search(sql) if not (query and body) else None
+            fmt = m.group(1) if m else params.get("default_format", "TabSeparated")
+            settings = {k: v for k, v in params.items() if k not in NOT_SETTINGS and not k.startswith("param_")}
+            with lock:
+                try:
+                    if params.get("database"):
+                        sess.query(f"USE {params['database']}")
+                    applied = []
+                    for k, v in settings.items():
+                        try:
+                            sess.query(f"SET {k} = {v if re.fullmatch(r'-?[0-9.]+', v) else repr(v)}")
+                            applied.append(k)
+                        except Exception:
+                            pass  # client-side or unknown settings
+                    try:
+                        res = sess.query(sql, fmt)
+                        out = bytes(res.bytes()) if res is not None else b""
+                    finally:
+                        for k in applied:
+                            try:
+                                sess.query(f"SET {k} = DEFAULT")
+                            except Exception:
+                                pass
+                except Exception as e:
+                    msg = str(e)
+                    code = re.search(r"Code: (\d+)", msg)
+                    self._reply(
+                        500,
+                        (msg if msg.startswith("Code:") else f"Code: 1001. DB::Exception: {msg}").encode(),
+                        {"X-ClickHouse-Exception-Code": code.group(1) if code else "1001"},
+                    )
+                    return
+            self._reply(
+                200,
+                out,
+                {
+                    "X-ClickHouse-Format": fmt,
+                    "X-ClickHouse-Timezone": "UTC",
+                    "X-ClickHouse-Server-Display-Name": "chdb-http",
+                    "X-ClickHouse-Summary": json.dumps({"written_rows": "0"}),
+                    "Content-Type": "text/plain; charset=UTF-8",
+                },
+            )
+
+        def _read_chunked(self) -> bytes:
+            out = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    print(json.dumps({"port": httpd.server_address[1]}), flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
