@@ -19,18 +19,33 @@ class RawResponse:
     peer_cert: dict[str, object] = field(default_factory=dict)
 
 
-def tls_socket(host: str, port: int, cafile: Path, proxy: tuple[str, int] | None) -> ssl.SSLSocket:
+class ProxyRefused(ConnectionError):
+    def __init__(self, status: int, raw: bytes) -> None:
+        super().__init__(f"CONNECT refused: {raw[:200]!r}")
+        self.status = status
+
+
+def tls_socket(
+    host: str, port: int, cafile: Path, proxy: tuple[str, int] | None, proxy_auth: str = ""
+) -> ssl.SSLSocket:
     if proxy is not None:
         sock = socket.create_connection(proxy, timeout=30)
-        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        auth = ""
+        if proxy_auth:
+            import base64
+
+            auth = f"Proxy-Authorization: Basic {base64.b64encode(proxy_auth.encode()).decode()}\r\n"
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode())
         resp = b""
         while b"\r\n\r\n" not in resp:
             data = sock.recv(4096)
             if not data:
                 raise ConnectionError("proxy closed during CONNECT")
             resp += data
-        if b" 200" not in resp.split(b"\r\n", 1)[0]:
-            raise ConnectionError(f"CONNECT refused: {resp!r}")
+        status_line = resp.split(b"\r\n", 1)[0]
+        if b" 200" not in status_line:
+            sock.close()
+            raise ProxyRefused(int(status_line.split()[1]), resp)
     else:
         sock = socket.create_connection((host, port), timeout=30)
     ctx = ssl.create_default_context(cafile=str(cafile))
@@ -47,6 +62,7 @@ def request(
     cafile: Path,
     proxy: tuple[str, int] | None = None,
     connect_host: str | None = None,
+    proxy_auth: str = "",
 ) -> RawResponse:
     """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host."""
     if connect_host is not None and proxy is None:
@@ -54,7 +70,7 @@ def request(
         ctx = ssl.create_default_context(cafile=str(cafile))
         tls = ctx.wrap_socket(sock, server_hostname=host)
     else:
-        tls = tls_socket(host, port, cafile, proxy)
+        tls = tls_socket(host, port, cafile, proxy, proxy_auth)
     try:
         tls.do_handshake()
         cert = tls.getpeercert() or {}

@@ -7,6 +7,7 @@ them, see ``allow_hosts``); plain-HTTP ones are streamed through untouched.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import secrets
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 from mitmproxy import http
 
+from . import faults
 from .attribution import ATTRIBUTION_HEADERS, Fingerprinter, read_attribution
 from .capture import Capture, End, RequestFacts
 from .pipeline import Pipeline
@@ -38,10 +40,13 @@ class LlmTapAddon:
         self.fp = fingerprinter
         self._intercepted = [re.compile(p, re.IGNORECASE) for p in allow_host_patterns(cfg.intercept)]
         self.running_since: float | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.inflight = 0  # calls captured and not finished: returns to 0 when nothing leaks
 
     # -- lifecycle -----------------------------------------------------------------
     def running(self) -> None:
         self.running_since = time.time()
+        self.loop = asyncio.get_running_loop()
 
     # -- HTTP ----------------------------------------------------------------------
     def is_intercepted(self, host: str, port: int) -> bool:
@@ -94,7 +99,8 @@ class LlmTapAddon:
             span_id=secrets.token_hex(8),
             parent_span_id=parent,
         )
-        flow.metadata[_KEY] = Capture(facts, adapter_for(api), self._parse_error)
+        flow.metadata[_KEY] = Capture(facts, faults.maybe_break(adapter_for(api)), self._parse_error)
+        self.inflight += 1
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         resp = flow.response
@@ -112,16 +118,32 @@ class LlmTapAddon:
     def response(self, flow: http.HTTPFlow) -> None:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is not None:
+            self.inflight -= 1
             self.pipeline.submit(cap, End("complete", time.monotonic()))
 
     def error(self, flow: http.HTTPFlow) -> None:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is None:
             return
+        self.inflight -= 1
         msg = flow.error.msg if flow.error else ""
         low = msg.lower()
         kind = "client_disconnected" if ("client disconnected" in low or "by client" in low) else "upstream_error"
         self.pipeline.submit(cap, End(kind, time.monotonic(), msg))
+
+    def loop_tasks(self, timeout: float = 2.0) -> int | None:
+        """Tasks alive on the proxy's event loop (from another thread), for leak checks."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return None
+
+        async def count() -> int:
+            return len(asyncio.all_tasks())
+
+        try:
+            return asyncio.run_coroutine_threadsafe(count(), loop).result(timeout)
+        except Exception:
+            return None
 
     def _parse_error(self, api: str, e: BaseException) -> None:
         self.pipeline.metrics.parse_errors.labels(api).inc()

@@ -192,7 +192,34 @@ def _chat_usage(prompt: int, completion: int, cached: int = 0, reasoning: int = 
     }
 
 
+GARBAGE: dict[str, bytes] = {
+    "garbage_2mb_line": b"data: " + b"x" * (2 * 1024 * 1024) + b"\n\n",
+    "garbage_nul": b'data: {"choices":[{"delta":{"content":"a\x00b"}}]}\x00\x00\n\n\x00\n\n',
+    "garbage_invalid_utf8": b'data: \xff\xfe\xc3\x28 {"choices": \xa0\xa1}\n\n',
+    "garbage_truncated_json": b'data: {"id":"x","choices":[{"delta":{"content":"hi"\n\n',
+    "garbage_non_json": b"data: hello, this is not json\n\nevent: weird\ndata: [1,2,\n\n",
+}
+
+
+def garbage(scenario: str) -> Reply:
+    """Malformed streams: the proxy must pass them through untouched and stay healthy."""
+    head = sse(
+        {
+            "id": "chatcmpl-garbage",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": None}],
+        }
+    )
+    return Reply(200, SSE_HEADERS + OPENAI_HEADERS, [head, GARBAGE[scenario], sse("[DONE]")])
+
+
 def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
+    if scenario in GARBAGE:
+        return garbage(scenario)
+    if scenario == "garbage_json_body":
+        return Reply(200, [("content-type", "application/json"), *OPENAI_HEADERS], [b'{"id": "x", "choices": [tru'])
     model = body.get("model", "gpt-4o-mini")
     resp_model = "gpt-4o-2024-08-06" if model == "gpt-4o" else model
     include_usage = (body.get("stream_options") or {}).get("include_usage") is True

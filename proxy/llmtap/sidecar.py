@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, faults
 from .addon import AddonConfig, LlmTapAddon
 from .admin import AdminServer, AdminState
 from .attribution import Fingerprinter
@@ -122,6 +122,8 @@ def run(cfg: RunConfig) -> int:
     preload(estimator)
     resource = resource_attributes()
     sinks: list[Sink] = [lambda r: writer.submit(otel_traces_row(r, resource)), log_call]
+    if faults.enabled("sink"):
+        sinks.insert(0, faults.failing_sink)
     span_sink = None
     if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         from .spans import SpanSink, otlp_exporter
@@ -146,6 +148,8 @@ def run(cfg: RunConfig) -> int:
             "store_queue": queued,
             "store_ok": writer.failing_since is None,
             "pending": pipeline.pending(),
+            "inflight_calls": addon.inflight,
+            "event_loop_tasks": addon.loop_tasks(),
             "records_written": writer.written,
         }
 
