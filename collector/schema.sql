@@ -198,3 +198,49 @@ SELECT
 FROM {db}.otel_traces
 WHERE (ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap')
   AND mapContains(SpanAttributes, 'gen_ai.output.messages');
+
+-- Hourly rollup for dashboards over long ranges (AggregatingMergeTree fed by a view).
+-- Sums are SimpleAggregateFunction(sum); latency quantiles are t-digest states:
+--   SELECT hour, sum(calls), sum(cost_usd_sum), quantilesTDigestMerge(0.5, 0.95)(ttft_ms_q) ...
+CREATE TABLE IF NOT EXISTS {db}.llm_calls_hourly (
+    hour DateTime('UTC'),
+    service LowCardinality(String),
+    provider LowCardinality(String),
+    request_model LowCardinality(String),
+    feature String,
+    calls SimpleAggregateFunction(sum, UInt64),
+    errors SimpleAggregateFunction(sum, UInt64),
+    input_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    output_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    cache_read_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    cache_write_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    reasoning_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    priced_calls SimpleAggregateFunction(sum, UInt64),
+    ttft_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64),
+    duration_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64)
+) ENGINE = AggregatingMergeTree()
+PARTITION BY toYYYYMM(hour)
+ORDER BY (service, provider, request_model, feature, hour)
+SETTINGS non_replicated_deduplication_window = 10000;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_calls_hourly_mv TO {db}.llm_calls_hourly AS
+SELECT
+    toStartOfHour(timestamp) AS hour,
+    service,
+    provider,
+    request_model,
+    feature,
+    toUInt64(count()) AS calls,
+    toUInt64(countIf(outcome = 'error')) AS errors,
+    sum(input_tokens) AS input_tokens_sum,
+    sum(output_tokens) AS output_tokens_sum,
+    sum(cache_read_tokens) AS cache_read_tokens_sum,
+    sum(cache_write_tokens) AS cache_write_tokens_sum,
+    sum(reasoning_tokens) AS reasoning_tokens_sum,
+    sum(ifNull(cost_usd, 0)) AS cost_usd_sum,
+    toUInt64(countIf(cost_usd IS NOT NULL)) AS priced_calls,
+    quantilesTDigestStateIf(0.5, 0.95)(assumeNotNull(ttft_ms), ttft_ms IS NOT NULL) AS ttft_ms_q,
+    quantilesTDigestState(0.5, 0.95)(duration_ms) AS duration_ms_q
+FROM {db}.llm_calls
+GROUP BY hour, service, provider, request_model, feature;

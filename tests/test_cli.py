@@ -176,3 +176,15 @@ def test_sigterm_flushes_and_exits_cleanly(mock: object, tmp_path: Path) -> None
         "",
     )
     assert r.returncode == 0 and r.stdout.strip() == "5", r.stderr
+
+
+def test_schema_command_prints_single_node_and_cluster_ddl() -> None:
+    r = cli("schema", "--db", "otel")
+    assert r.returncode == 0 and "CREATE TABLE IF NOT EXISTS otel.llm_calls (" in r.stdout
+    assert "ON CLUSTER" not in r.stdout
+    r = cli("schema", "--cluster", "prod")
+    assert r.returncode == 0 and r.stdout.count("ON CLUSTER 'prod'") >= 10
+    r = cli("schema", "--db", "bad;name")
+    assert r.returncode == 2 and "invalid database name" in r.stderr
+    r = cli("schema", "--apply", "--store", "chdb://x")
+    assert r.returncode == 2 and "--apply needs" in r.stderr

@@ -290,3 +290,15 @@ def test_store_deduplicates_a_resent_batch(backend: ChdbBackend) -> None:
     backend.insert_rows([line], "seg:0:1-test")
     out = backend.query("SELECT count() FROM llm_calls WHERE span_id = '" + "04" * 8 + "'", "CSV")
     assert out.strip() == b"1"
+
+
+def test_hourly_rollup_is_fed_by_the_view_chain(backend: ChdbBackend) -> None:
+    r = full_record(span_id="05" * 8, feature="rollup-test", cost_usd=0.5, ttft_ms=100.0, duration_ms=200.0)
+    backend.insert_spans([otel_traces_row(r)])
+    out = backend.query(
+        "SELECT sum(calls) AS calls, sum(errors) AS errors, sum(cost_usd_sum) AS cost, "
+        "quantilesTDigestMerge(0.5, 0.95)(ttft_ms_q) AS ttft FROM llm_calls_hourly WHERE feature = 'rollup-test'",
+        "JSONEachRow",
+    )
+    row = json.loads(out)
+    assert (row["calls"], row["errors"], row["cost"], row["ttft"]) == (1, 1, 0.5, [100, 100])

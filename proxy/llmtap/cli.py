@@ -123,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--admin-token", default=_env("admin-token", ""), help="bearer token for the admin API")
     run.add_argument(
+        "--admin-token-file",
+        default=_env("admin-token-file", ""),
+        help="read the admin bearer token from this file (e.g. a container secret)",
+    )
+    run.add_argument(
         "--spool-max-mb",
         type=int,
         default=int(_env("spool-max-mb", 1024)),
@@ -155,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--admin-token", default=_env("admin-token", ""))
     _common(sql)
 
+    sch = sub.add_parser("schema", parents=[logp], help="print (or apply) the ClickHouse schema")
+    sch.add_argument("--db", default=_env("db", "llmtap"), help="database name (default llmtap)")
+    sch.add_argument(
+        "--cluster", default=_env("cluster", ""), help="emit the ON CLUSTER / Replicated / Distributed form"
+    )
+    sch.add_argument("--apply", action="store_true", help="run it against --store (a clickhouse:// URL)")
+    sch.add_argument("--store", default=_env("store"), help="clickhouse://user:pass@host:8123/db for --apply")
+
     ca = sub.add_parser("ca", parents=[logp], help="print the CA certificate path")
     ca.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
 
@@ -174,6 +187,15 @@ def _store_url(args: argparse.Namespace) -> str:
     return args.store or default_store_url(Path(args.data_dir))
 
 
+def _token(token: str, path: str) -> str:
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as e:
+            raise SystemExit(f"llmtap: cannot read --admin-token-file: {e}") from None
+    return token
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .pricing import PriceFileError
     from .sidecar import ConfigError, RunConfig, run
@@ -190,7 +212,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         service=args.service,
         proxy_auth=args.proxy_auth,
         allow_open_proxy=args.allow_open_proxy,
-        admin_token=args.admin_token,
+        admin_token=_token(args.admin_token, args.admin_token_file),
         otlp_endpoint=args.otlp_endpoint or "",
         capture_content=args.capture_content,
         prices=Path(args.prices) if args.prices else None,
@@ -244,6 +266,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     try:
         backend = open_backend(_store_url(args))
+        if backend is None:
+            raise StoreURLError("--store none has nothing to query")
     except StoreURLError as e:
         print(f"llmtap: {e}", file=sys.stderr)
         return 2
@@ -257,6 +281,47 @@ def cmd_sql(args: argparse.Namespace) -> int:
         return 2
     finally:
         backend.close()
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .store import cluster_statements, schema_statements
+
+    try:
+        stmts = cluster_statements(args.db, args.cluster) if args.cluster else schema_statements(args.db)
+    except ValueError as e:
+        print(f"llmtap: {e}", file=sys.stderr)
+        return 2
+    if not args.apply:
+        print(";\n\n".join(stmts) + ";")
+        return 0
+    if not args.store or not args.store.startswith(("clickhouse://", "clickhouses://")):
+        print("llmtap: --apply needs --store clickhouse://user:pass@host:8123/db", file=sys.stderr)
+        return 2
+    import clickhouse_connect
+
+    from .store.clickhouse import parse_url
+
+    cfg = parse_url(args.store)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client = clickhouse_connect.get_client(
+                host=cfg["host"],
+                port=cfg["port"],
+                username=cfg["username"],
+                password=cfg["password"],
+                secure=cfg["secure"],
+            )
+            break
+        except Exception as e:
+            if time.monotonic() > deadline:
+                print(f"llmtap: cannot reach {cfg['host']}:{cfg['port']}: {e}", file=sys.stderr)
+                return 1
+            time.sleep(1)
+    for stmt in stmts:
+        client.command(stmt)
+    print(f"llmtap: applied {len(stmts)} statements to {cfg['host']}:{cfg['port']}", file=sys.stderr)
     return 0
 
 
@@ -325,7 +390,14 @@ def setup_logging(level: str, fmt: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(str(args.log_level), args.log_format)
-    handlers = {"run": cmd_run, "sql": cmd_sql, "ca": cmd_ca, "env": cmd_env, "mock-provider": cmd_mock}
+    handlers = {
+        "run": cmd_run,
+        "sql": cmd_sql,
+        "ca": cmd_ca,
+        "env": cmd_env,
+        "mock-provider": cmd_mock,
+        "schema": cmd_schema,
+    }
     return handlers[args.command](args)
 
 

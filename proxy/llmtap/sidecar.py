@@ -112,16 +112,17 @@ def run(cfg: RunConfig) -> int:
         "llm_calls": cfg.calls_retention_days,
     }
     backend = open_backend(cfg.store, retention)
-    spool = Spool(
-        cfg.data_dir / "spool",
-        max_bytes=cfg.spool_max_mb << 20,
-        on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n),
-    )
-    writer = StoreWriter(backend, spool)
-    estimator = TokenEstimator(cfg.data_dir / "tiktoken")
-    preload(estimator)
+    writer: StoreWriter | None = None
     resource = resource_attributes()
-    sinks: list[Sink] = [lambda r: writer.submit(otel_traces_row(r, resource)), log_call]
+    sinks: list[Sink] = [log_call]
+    if backend is not None:
+        spool = Spool(
+            cfg.data_dir / "spool",
+            max_bytes=cfg.spool_max_mb << 20,
+            on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n),
+        )
+        store_writer = writer = StoreWriter(backend, spool)
+        sinks.insert(0, lambda r: store_writer.submit(otel_traces_row(r, resource)))
     if faults.enabled("sink"):
         sinks.insert(0, faults.failing_sink)
     span_sink = None
@@ -130,6 +131,10 @@ def run(cfg: RunConfig) -> int:
 
         span_sink = SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource)
         sinks.append(span_sink)
+    elif backend is None:
+        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
+    estimator = TokenEstimator(cfg.data_dir / "tiktoken")
+    preload(estimator)
     pipeline = Pipeline(metrics, estimator, sinks, pricer=pricer, capture_content=cfg.capture_content)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept),
@@ -138,22 +143,23 @@ def run(cfg: RunConfig) -> int:
     )
 
     def health() -> dict[str, Any]:
-        queued = writer.queued()
-        metrics.store_queue.set(queued)
-        metrics.spool_bytes.set(spool.total_bytes())
-        ok = addon.running_since is not None
-        return {
-            "status": "ok" if ok else "starting",
+        h: dict[str, Any] = {
+            "status": "ok" if addon.running_since is not None else "starting",
             "version": __version__,
-            "store_queue": queued,
-            "store_ok": writer.failing_since is None,
             "pending": pipeline.pending(),
             "inflight_calls": addon.inflight,
             "event_loop_tasks": addon.loop_tasks(),
-            "records_written": writer.written,
         }
+        if writer is not None:
+            queued = writer.queued()
+            metrics.store_queue.set(queued)
+            metrics.spool_bytes.set(writer.spool.total_bytes())
+            h.update(store_queue=queued, store_ok=writer.failing_since is None, records_written=writer.written)
+        return h
 
     def query(sql: str, fmt: str) -> bytes:
+        if backend is None:
+            raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
         return backend.query(sql, fmt)
 
     admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(metrics, query, health, cfg.admin_token))
@@ -165,11 +171,14 @@ def run(cfg: RunConfig) -> int:
         pipeline.close()
         if span_sink is not None:
             span_sink.close()
-        writer.flush(15.0)
-        writer.close()
+        if writer is not None:
+            writer.flush(15.0)
+            writer.close()
         admin.close()
-        backend.close()
-    print(f"llmtap: stopped ({writer.written} records written)", file=sys.stderr)
+        if backend is not None:
+            backend.close()
+    written = writer.written if writer is not None else 0
+    print(f"llmtap: stopped ({written} records written to the store)", file=sys.stderr)
     _ = bundle
     return 0
 

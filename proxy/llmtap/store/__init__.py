@@ -31,11 +31,53 @@ def schema_statements(db: str = DEFAULT_DB) -> list[str]:
     return [s.strip().replace("{db}", db) for s in text.split(";") if s.strip()]
 
 
+_TABLE_RE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)\.(\w+) \((.*)\) ENGINE = (\w+)\(\)(.*)$", re.S)
+_MV_RE = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\.(\w+) TO (\w+)\.(\w+) AS(.*)$", re.S)
+# Sharding keys of the Distributed tables that receive inserts: a trace stays on one shard.
+_SHARDING = {"otel_traces": "cityHash64(TraceId)"}
+
+
+def cluster_statements(db: str = DEFAULT_DB, cluster: str = "default") -> list[str]:
+    """The same schema for a ClickHouse cluster.
+
+    Every table becomes ``<name>_local`` (Replicated*MergeTree, ``ON CLUSTER``) plus a
+    ``Distributed`` table with the original name over it; views read and write the local
+    tables on each shard. Writers (llmtap, the Collector) insert into ``otel_traces``
+    (distributed by trace id); dashboards read ``llm_calls`` (distributed).
+    """
+    if not _DB_RE.match(cluster):
+        raise ValueError(f"invalid cluster name {cluster!r}")
+    on = f"ON CLUSTER '{cluster}'"
+    out: list[str] = []
+    for stmt in schema_statements(db):
+        if stmt.startswith("CREATE DATABASE"):
+            out.append(f"{stmt} {on}")
+        elif m := _TABLE_RE.match(stmt):
+            sdb, name, cols, engine, rest = m.groups()
+            rest = rest.replace("non_replicated_deduplication_window", "replicated_deduplication_window")
+            zk = f"'/clickhouse/tables/{{shard}}/{sdb}/{name}_local', '{{replica}}'"
+            out.append(
+                f"CREATE TABLE IF NOT EXISTS {sdb}.{name}_local {on} ({cols}) ENGINE = Replicated{engine}({zk}){rest}"
+            )
+            out.append(
+                f"CREATE TABLE IF NOT EXISTS {sdb}.{name} {on} AS {sdb}.{name}_local "
+                f"ENGINE = Distributed('{cluster}', {sdb}, {name}_local, {_SHARDING.get(name, 'rand()')})"
+            )
+        elif m := _MV_RE.match(stmt):
+            sdb, name, tdb, target, select = m.groups()
+            select = re.sub(rf"\bFROM {sdb}\.(\w+)", rf"FROM {sdb}.\1_local", select)
+            out.append(f"CREATE MATERIALIZED VIEW IF NOT EXISTS {sdb}.{name} {on} TO {tdb}.{target}_local AS{select}")
+        else:
+            raise ValueError(f"no cluster form for: {stmt[:60]}")
+    return out
+
+
 # table → (time expression) for retention; see retention_statement.
 RETENTION_TABLES = {
     "otel_traces": "toDateTime(Timestamp)",
     "llm_calls": "toDateTime(timestamp)",
     "llm_content": "toDateTime(timestamp)",
+    "llm_calls_hourly": "hour",
 }
 
 

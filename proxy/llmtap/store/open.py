@@ -23,7 +23,10 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend:
+def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend | None:
+    """The backend for a store URL; ``none`` means no store (OTLP export only)."""
+    if url.strip().lower() == "none":
+        return None
     scheme = urlsplit(url).scheme.lower()
     if scheme == "chdb":
         from .embedded import ChdbBackend
@@ -36,4 +39,6 @@ def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend:
             return ClickHouseBackend(url, retention=retention)
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
-    raise StoreURLError(f"unknown store URL scheme {scheme!r}: use chdb://PATH or clickhouse://user:pass@host:8123/db")
+    raise StoreURLError(
+        f"unknown store URL scheme {scheme!r}: use chdb://PATH, clickhouse://user:pass@host:8123/db or none"
+    )
