@@ -7,6 +7,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from .providers import parse_host_port
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_ADMIN = "127.0.0.1:9464"
 DEFAULT_DATA_DIR = "./llmtap-data"
+GROUP_CHOICES = ("model", "feature", "provider", "service", "user", "key", "tenant")
 
 
 def _env(flag: str, default: Any = None) -> Any:
@@ -167,6 +169,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sch.add_argument("--apply", action="store_true", help="run it against --store (a clickhouse:// URL)")
     sch.add_argument("--store", default=_env("store"), help="clickhouse://user:pass@host:8123/db for --apply")
+
+    cc = sub.add_parser("check-cost", parents=[logp], help="exit 1 when cost regressed against its baseline")
+    cc.add_argument("--window", default="1h", help="the window to check (e.g. 1h, 30m, 1d)")
+    cc.add_argument("--baseline", default="7d", help="compare with the same window on each of these previous days")
+    cc.add_argument("--threshold", default="20%", help="allowed increase (20%% or 0.2)")
+    cc.add_argument("--by", default="model,feature", help="group by: " + ",".join(GROUP_CHOICES))
+    cc.add_argument(
+        "--metric",
+        choices=("per_call", "total"),
+        default="per_call",
+        help="per_call: cost per call (robust to traffic volume, default); total: cost in the window",
+    )
+    cc.add_argument("--min-samples", type=int, default=20, help="calls needed in the window and in the baseline")
+    cc.add_argument("--service", default="", help="only this service")
+    cc.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN))
+    cc.add_argument("--admin-token", default=_env("admin-token", ""))
+    _common(cc)
+
+    rp = sub.add_parser("report", parents=[logp], help="a terminal summary of calls, cost, latency and errors")
+    rp.add_argument("--since", default="24h", help="time range back from now (e.g. 1h, 7d)")
+    rp.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN))
+    rp.add_argument("--admin-token", default=_env("admin-token", ""))
+    _common(rp)
+
+    seed = sub.add_parser(
+        "seed", parents=[logp], help="fill a store with synthetic history (demo, trying dashboards)", add_help=False
+    )
+    seed.add_argument("rest", nargs=argparse.REMAINDER)
 
     ca = sub.add_parser("ca", parents=[logp], help="print the CA certificate path")
     ca.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
@@ -323,6 +353,144 @@ def cmd_schema(args: argparse.Namespace) -> int:
         client.command(stmt)
     print(f"llmtap: applied {len(stmts)} statements to {cfg['host']}:{cfg['port']}", file=sys.stderr)
     return 0
+
+
+def _duration_s(text: str, what: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
+    if not m:
+        raise SystemExit(f"llmtap: {what} takes a duration like 30m, 1h, 7d; got {text!r}")
+    return int(float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)])
+
+
+def query_rows(args: argparse.Namespace, sql: str) -> list[dict[str, Any]]:
+    """Rows of a read-only query: through a running sidecar's admin API, else from the store."""
+    res = _post_sql(args.admin, args.admin_token, sql, "JSONEachRow") if args.admin else None
+    if res is not None:
+        status, body = res
+        if status != 200:
+            raise SystemExit(f"llmtap: {body.decode(errors='replace').strip()}")
+    else:
+        from .admin import run_sql
+        from .store.open import open_backend
+
+        backend = open_backend(_store_url(args))
+        if backend is None:
+            raise SystemExit("llmtap: --store none has nothing to query")
+        try:
+            body = run_sql(backend.query, sql, "JSONEachRow")
+        finally:
+            backend.close()
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+
+def cmd_check_cost(args: argparse.Namespace) -> int:
+    from .alerts import cost_regression_sql
+
+    window = _duration_s(args.window, "--window")
+    days = _duration_s(args.baseline, "--baseline") // 86400
+    if days < 1:
+        raise SystemExit("llmtap: --baseline must be at least 1d")
+    t = args.threshold.strip()
+    threshold = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    by = tuple(b.strip() for b in args.by.split(",") if b.strip())
+    bad = [b for b in by if b not in GROUP_CHOICES]
+    if bad:
+        raise SystemExit(f"llmtap: --by takes {', '.join(GROUP_CHOICES)}; got {', '.join(bad)}")
+    where = "1=1"
+    if args.service:
+        where = "service = '" + args.service.replace("\\", "").replace("'", "") + "'"
+    value = "per_call_ratio" if args.metric == "per_call" else "ratio"
+    rows = query_rows(args, cost_regression_sql(window, days, by, args.min_samples, where, value))
+    limit = 1 + threshold
+    regressed = [r for r in rows if r["value"] is not None and r["value"] > limit]
+    headers = [*by, "current_usd", "baseline_usd", "current_calls", "baseline_calls", "ratio", "per_call_ratio", ""]
+    table = [
+        [
+            *(str(r[b]) for b in by),
+            f"{r['current_cost']:.4f}",
+            f"{r['baseline_cost']:.4f}",
+            str(r["current_calls"]),
+            str(r["baseline_calls"]),
+            "-" if r["ratio"] is None else f"{r['ratio']:.2f}",
+            "-" if r["per_call_ratio"] is None else f"{r['per_call_ratio']:.2f}",
+            "REGRESSION" if r in regressed else "",
+        ]
+        for r in rows
+    ]
+    print(
+        f"cost {'per call' if args.metric == 'per_call' else 'per window'}: last {args.window} vs the same "
+        f"window on each of the previous {days} days; threshold +{threshold:.0%}; min {args.min_samples} calls"
+    )
+    print(_format_table(headers, table) if table else "(no group has enough calls in both periods)")
+    if regressed:
+        print(f"{len(regressed)} regression(s)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _format_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([line, "  ".join("-" * w for w in widths), *body])
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    since = _duration_s(args.since, "--since")
+    rng = f"timestamp >= now() - INTERVAL {since} SECOND"
+    total = query_rows(
+        args,
+        f"""SELECT count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
+        sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+        countIf(outcome = 'error') AS errors, countIf(outcome = 'cancelled') AS cancelled,
+        round(quantile(0.5)(ttft_ms)) AS ttft_p50, round(quantile(0.95)(ttft_ms)) AS ttft_p95,
+        round(quantile(0.5)(duration_ms)) AS duration_p50, round(quantile(0.95)(duration_ms)) AS duration_p95
+        FROM llm_calls WHERE {rng}""",
+    )[0]
+    models = query_rows(
+        args,
+        f"""SELECT provider, request_model AS model, count() AS calls,
+        round(sum(cost_usd), 4) AS cost_usd, sum(input_tokens) AS input, sum(output_tokens) AS output,
+        round(quantile(0.95)(ttft_ms)) AS ttft_p95_ms, round(countIf(outcome = 'error') / count(), 3) AS error_rate
+        FROM llm_calls WHERE {rng} GROUP BY provider, model ORDER BY cost_usd DESC, calls DESC LIMIT 20""",
+    )
+    errs = query_rows(
+        args,
+        f"""SELECT provider, error_type, count() AS calls, countIf(mid_stream_error) AS mid_stream
+        FROM llm_calls WHERE {rng} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 20""",
+    )
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a dependency
+        Console = None  # type: ignore[assignment,misc]
+
+    def show(title: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            print(f"{title}: none")
+            return
+        cols = list(rows[0])
+        if Console is None:
+            print(title)
+            print(_format_table(cols, [[str(r[c]) for c in cols] for r in rows]))
+            return
+        t = Table(title=title)
+        for c in cols:
+            t.add_column(c, justify="right" if isinstance(rows[0][c], (int, float)) else "left")
+        for r in rows:
+            t.add_row(*("-" if r[c] is None else str(r[c]) for c in cols))
+        Console().print(t)
+
+    show(f"llmtap: last {args.since}", [total])
+    show("By model", models)
+    show("Errors", errs)
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from .synthetic import main as seed_main
+
+    return seed_main(args.rest)
 
 
 def cmd_ca(args: argparse.Namespace) -> int:

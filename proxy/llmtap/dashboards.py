@@ -1,0 +1,564 @@
+"""Grafana dashboards and alert rules for llmtap, built from code.
+
+``python -m llmtap.dashboards`` writes ``dashboards/json/*.json`` and
+``dashboards/provisioning/alerting/llmtap.yaml``; a test checks that the committed files are
+what this module builds. Queries use the ClickHouse plugin's macros and the template
+variables service / provider / model / feature through ``$__conditionalAll``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .alerts import RULES
+
+DS = {"type": "grafana-clickhouse-datasource", "uid": "clickhouse"}
+PLUGIN_VERSION = "4.20.0"
+F = (
+    "$__conditionalAll(service IN (${service:singlequote}), $service) "
+    "AND $__conditionalAll(provider IN (${provider:singlequote}), $provider) "
+    "AND $__conditionalAll(request_model IN (${model:singlequote}), $model) "
+    "AND $__conditionalAll(feature IN (${feature:singlequote}), $feature)"
+)
+W = f"$__timeFilter(timestamp) AND {F}"
+T = "$__timeInterval(timestamp) AS time"
+
+
+class Board:
+    def __init__(self, uid: str, title: str, tags: list[str]) -> None:
+        self.uid, self.title, self.tags = uid, title, tags
+        self.panels: list[dict[str, Any]] = []
+        self.x = self.y = 0
+        self.row_h = 0
+
+    def _place(self, w: int, h: int) -> dict[str, int]:
+        if self.x + w > 24:
+            self.x, self.y = 0, self.y + self.row_h
+            self.row_h = 0
+        pos = {"x": self.x, "y": self.y, "w": w, "h": h}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def panel(
+        self,
+        kind: str,
+        title: str,
+        sql: str,
+        *,
+        fmt: int,
+        w: int = 12,
+        h: int = 8,
+        unit: str = "short",
+        options: dict[str, Any] | None = None,
+        field: dict[str, Any] | None = None,
+        description: str = "",
+        links: list[dict[str, Any]] | None = None,
+    ) -> None:
+        defaults: dict[str, Any] = {"unit": unit, **(field or {})}
+        if links:
+            defaults["links"] = links
+        self.panels.append(
+            {
+                "id": len(self.panels) + 1,
+                "type": kind,
+                "title": title,
+                "description": description,
+                "gridPos": self._place(w, h),
+                "datasource": DS,
+                "targets": [
+                    {
+                        "refId": "A",
+                        "datasource": DS,
+                        "editorType": "sql",
+                        "format": fmt,
+                        "queryType": "timeseries" if fmt == 0 else "table",
+                        "rawSql": sql.strip(),
+                        "pluginVersion": PLUGIN_VERSION,
+                    }
+                ],
+                "fieldConfig": {"defaults": defaults, "overrides": []},
+                "options": options or {},
+            }
+        )
+
+    def ts(self, title: str, sql: str, unit: str = "short", **kw: Any) -> None:
+        self.panel(
+            "timeseries",
+            title,
+            sql,
+            fmt=0,
+            unit=unit,
+            options={
+                "legend": {"displayMode": "table", "placement": "right", "calcs": ["mean", "max"]},
+                "tooltip": {"mode": "multi"},
+            },
+            **kw,
+        )
+
+    def stat(self, title: str, sql: str, unit: str = "short", **kw: Any) -> None:
+        self.panel(
+            "stat",
+            title,
+            sql,
+            fmt=1,
+            w=6,
+            h=4,
+            unit=unit,
+            options={
+                "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                "colorMode": "value",
+                "graphMode": "none",
+            },
+            **kw,
+        )
+
+    def table(self, title: str, sql: str, **kw: Any) -> None:
+        self.panel("table", title, sql, fmt=1, options={"showHeader": True, "cellHeight": "sm"}, **kw)
+
+    def bar(self, title: str, sql: str, unit: str = "short", **kw: Any) -> None:
+        self.panel(
+            "barchart",
+            title,
+            sql,
+            fmt=1,
+            unit=unit,
+            options={"orientation": "horizontal", "showValue": "auto", "legend": {"showLegend": False}},
+            **kw,
+        )
+
+    def heatmap(self, title: str, sql: str, **kw: Any) -> None:
+        self.panel(
+            "heatmap",
+            title,
+            sql,
+            fmt=0,
+            unit="ms",
+            options={
+                "calculate": False,
+                "yAxis": {"unit": "ms"},
+                "cellGap": 1,
+                "color": {"mode": "scheme", "scheme": "Oranges"},
+            },
+            **kw,
+        )
+
+    def json(self) -> dict[str, Any]:
+        variables = []
+        for name, col in (
+            ("service", "service"),
+            ("provider", "provider"),
+            ("model", "request_model"),
+            ("feature", "feature"),
+        ):
+            variables.append(
+                {
+                    "name": name,
+                    "label": name,
+                    "type": "query",
+                    "datasource": DS,
+                    "query": f"SELECT DISTINCT {col} FROM llm_calls WHERE $__timeFilter(timestamp) AND {col} != '' "
+                    f"ORDER BY 1",
+                    "definition": f"SELECT DISTINCT {col} FROM llm_calls",
+                    "refresh": 2,
+                    "multi": True,
+                    "includeAll": True,
+                    "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+                    "sort": 1,
+                }
+            )
+        return {
+            "id": None,
+            "uid": self.uid,
+            "title": self.title,
+            "tags": ["llmtap", *self.tags],
+            "timezone": "utc",
+            "editable": True,
+            "graphTooltip": 1,
+            "schemaVersion": 39,
+            "version": 1,
+            "refresh": "30s",
+            "time": {"from": "now-24h", "to": "now"},
+            "templating": {"list": variables},
+            "annotations": {"list": []},
+            "links": [{"type": "dashboards", "tags": ["llmtap"], "asDropdown": False, "title": "llmtap"}],
+            "panels": self.panels,
+        }
+
+
+def overview() -> Board:
+    b = Board("llmtap-overview", "LLM overview", ["overview"])
+    b.stat("Calls", f"SELECT count() AS calls FROM llm_calls WHERE {W}")
+    b.stat("Cost", f"SELECT sum(cost_usd) AS cost FROM llm_calls WHERE {W}", unit="currencyUSD")
+    b.stat(
+        "Error rate",
+        f"SELECT countIf(outcome = 'error') / count() AS error_rate FROM llm_calls WHERE {W}",
+        unit="percentunit",
+    )
+    b.stat("TTFT p95", f"SELECT quantile(0.95)(ttft_ms) AS ttft_p95 FROM llm_calls WHERE {W}", unit="ms")
+    b.ts(
+        "Calls/s by provider",
+        f"""SELECT {T}, provider, count() / $__interval_s AS calls_per_s
+FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
+        unit="reqps",
+    )
+    b.ts(
+        "Cost per hour by model",
+        f"""SELECT {T}, request_model, sum(cost_usd) * 3600 / $__interval_s AS usd_per_hour
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Tokens/s",
+        f"""SELECT {T}, sum(input_tokens) / $__interval_s AS input, sum(output_tokens) / $__interval_s AS output,
+    sum(cache_read_tokens) / $__interval_s AS cache_read, sum(reasoning_tokens) / $__interval_s AS reasoning
+FROM llm_calls WHERE {W} GROUP BY time ORDER BY time""",
+    )
+    b.ts(
+        "Error rate by provider",
+        f"""SELECT {T}, provider, countIf(outcome = 'error') / count() AS error_rate
+FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "TTFT p50 / p95 by model",
+        f"""SELECT {T}, request_model, quantile(0.5)(ttft_ms) AS p50, quantile(0.95)(ttft_ms) AS p95
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+        unit="ms",
+        w=24,
+    )
+    return b
+
+
+def latency() -> Board:
+    b = Board("llmtap-latency", "LLM latency", ["latency"])
+    b.ts(
+        "TTFT p95 by model",
+        f"""SELECT {T}, request_model, quantile(0.95)(ttft_ms) AS ttft_p95
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+        unit="ms",
+    )
+    b.heatmap(
+        "TTFT distribution",
+        f"""SELECT {T}, multiIf(ttft_ms < 250, '0000-0250', ttft_ms < 500, '0250-0500',
+    ttft_ms < 1000, '0500-1000', ttft_ms < 2000, '1000-2000', ttft_ms < 4000, '2000-4000', '4000+') AS bucket,
+    count() AS calls
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, bucket ORDER BY time, bucket""",
+        description="Calls per TTFT bucket (ms) over time",
+    )
+    b.ts(
+        "Inter-token latency p50 / p95",
+        f"""SELECT {T}, quantile(0.5)(itl_p50_ms) AS itl_p50, quantile(0.95)(itl_p95_ms) AS itl_p95
+FROM llm_calls WHERE {W} AND itl_p50_ms IS NOT NULL GROUP BY time ORDER BY time""",
+        unit="ms",
+    )
+    b.ts(
+        "Output tokens/s by model (median)",
+        f"""SELECT {T}, request_model, quantile(0.5)(output_tokens_per_s) AS tokens_per_s
+FROM llm_calls WHERE {W} AND output_tokens_per_s IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+    )
+    b.ts(
+        "Where the time goes: TTFB, prefill → first token, decode",
+        f"""SELECT {T}, avg(ttfb_ms) AS ttfb,
+    avg(ttft_ms - ttfb_ms) AS prefill_to_first_token, avg(decode_ms) AS decode
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time ORDER BY time""",
+        unit="ms",
+        field={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}},
+        w=24,
+    )
+    b.table(
+        "Slowest calls",
+        f"""SELECT timestamp, service, provider, request_model, feature, round(duration_ms) AS duration_ms,
+    round(ttft_ms) AS ttft_ms, output_tokens, outcome, trace_id
+FROM llm_calls WHERE {W} ORDER BY duration_ms DESC LIMIT 50""",
+        w=24,
+        h=10,
+        links=[TRACE_LINK],
+    )
+    return b
+
+
+TRACE_LINK = {"title": "Open trace", "url": "/d/llmtap-trace/llm-trace?var-trace_id=${__data.fields.trace_id}"}
+
+
+def cost() -> Board:
+    b = Board("llmtap-cost", "LLM cost", ["cost"])
+    b.stat("Cost", f"SELECT sum(cost_usd) AS cost FROM llm_calls WHERE {W}", unit="currencyUSD")
+    b.stat(
+        "Cost per call",
+        f"SELECT sum(cost_usd) / countIf(cost_usd IS NOT NULL) AS per_call FROM llm_calls WHERE {W}",
+        unit="currencyUSD",
+    )
+    b.stat(
+        "Cache hit ratio",
+        f"SELECT sum(cache_read_tokens) / sum(input_tokens) AS cache_hit FROM llm_calls WHERE {W}",
+        unit="percentunit",
+    )
+    b.stat(
+        "Unpriced calls",
+        f"SELECT countIf(cost_usd IS NULL AND usage_source != 'none') AS unpriced FROM llm_calls WHERE {W}",
+        description="Calls whose model has no known price",
+    )
+    b.bar(
+        "Cost by model",
+        f"""SELECT request_model, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY request_model ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.bar(
+        "Cost by feature",
+        f"""SELECT feature, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY feature ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Cost per call trend by model",
+        f"""SELECT {T}, request_model, sum(cost_usd) / countIf(cost_usd IS NOT NULL) AS usd_per_call
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Cache hit ratio by model",
+        f"""SELECT {T}, request_model, sum(cache_read_tokens) / nullIf(sum(input_tokens), 0) AS cache_hit
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "Cost this week vs last week",
+        f"""SELECT {T}, sum(cost_usd) AS this_week, 0 AS last_week
+FROM llm_calls WHERE {W} GROUP BY time
+UNION ALL
+SELECT toStartOfInterval(toDateTime(timestamp + INTERVAL 7 DAY), INTERVAL $__interval_s second) AS time,
+    0 AS this_week, sum(cost_usd) AS last_week
+FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY AND {F}
+GROUP BY time ORDER BY time""",
+        unit="currencyUSD",
+        w=24,
+    )
+    b.table(
+        "Top spenders (users)",
+        f"""SELECT user_id, tenant, count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
+    sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
+FROM llm_calls WHERE {W} AND user_id != '' GROUP BY user_id, tenant ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    b.table(
+        "Spend by API key",
+        f"""SELECT api_key_id, provider, count() AS calls, round(sum(cost_usd), 4) AS cost_usd
+FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    return b
+
+
+def errors() -> Board:
+    b = Board("llmtap-errors", "LLM errors", ["errors"])
+    b.ts(
+        "Responses by status class",
+        f"""SELECT {T}, multiIf(status_code = 0, 'no response', status_code < 300, '2xx',
+    status_code < 500, '4xx', '5xx') AS class, count() AS calls
+FROM llm_calls WHERE {W} GROUP BY time, class ORDER BY time""",
+    )
+    b.ts(
+        "Mid-stream errors behind a 200",
+        f"""SELECT {T}, error_type, count() AS errors
+FROM llm_calls WHERE {W} AND mid_stream_error GROUP BY time, error_type ORDER BY time""",
+    )
+    b.bar(
+        "429 and 529: rate limit vs quota vs overload",
+        f"""SELECT error_type, count() AS calls FROM llm_calls
+WHERE {W} AND error_type IN ('rate_limited', 'quota_exhausted', 'overloaded')
+GROUP BY error_type ORDER BY calls DESC""",
+    )
+    b.ts(
+        "Retry-after asked by providers",
+        f"""SELECT {T}, provider, max(retry_after_s) AS max_retry_after_s
+FROM llm_calls WHERE {W} AND retry_after_s IS NOT NULL GROUP BY time, provider ORDER BY time""",
+        unit="s",
+    )
+    b.ts(
+        "Truncation rate (finish = length)",
+        f"""SELECT {T}, request_model, countIf(finish_reason = 'length') / count() AS truncated
+FROM llm_calls WHERE {W} AND operation != 'embeddings' GROUP BY time, request_model ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "Cancelled by the client",
+        f"""SELECT {T}, service, countIf(outcome = 'cancelled') AS cancelled
+FROM llm_calls WHERE {W} GROUP BY time, service ORDER BY time""",
+    )
+    b.table(
+        "Errors by type",
+        f"""SELECT provider, error_type, any(error_code) AS example_code, count() AS calls,
+    any(error_message) AS example_message
+FROM llm_calls WHERE {W} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 30""",
+        w=24,
+    )
+    b.table(
+        "Retry storms (same request repeated)",
+        f"""SELECT request_hash, any(service) AS service, any(request_model) AS model,
+    count() AS attempts, countIf(outcome = 'error') AS failed, min(timestamp) AS first, max(timestamp) AS last
+FROM llm_calls WHERE {W} AND request_hash != '' GROUP BY request_hash HAVING attempts >= 3
+ORDER BY attempts DESC LIMIT 20""",
+        w=24,
+    )
+    return b
+
+
+def calls() -> Board:
+    b = Board("llmtap-calls", "LLM calls explorer", ["calls"])
+    b.table(
+        "Calls",
+        f"""SELECT timestamp, service, provider, request_model, feature, user_id, outcome, error_type,
+    status_code, input_tokens, output_tokens, round(cost_usd, 6) AS cost_usd, round(ttft_ms) AS ttft_ms,
+    round(duration_ms) AS duration_ms, finish_reason, trace_id
+FROM llm_calls WHERE {W} ORDER BY timestamp DESC LIMIT 500""",
+        w=24,
+        h=20,
+        links=[TRACE_LINK],
+    )
+    return b
+
+
+def trace() -> Board:
+    b = Board("llmtap-trace", "LLM trace", ["trace"])
+    b.panel(
+        "traces",
+        "Trace",
+        """SELECT TraceId AS traceID, SpanId AS spanID, ParentSpanId AS parentSpanID,
+    ServiceName AS serviceName, SpanName AS operationName,
+    multiply(toUnixTimestamp64Nano(Timestamp), 0.000001) AS startTime, multiply(Duration, 0.000001) AS duration,
+    arrayMap(key -> map('key', key, 'value', SpanAttributes[key]), mapKeys(SpanAttributes)) AS tags,
+    arrayMap(key -> map('key', key, 'value', ResourceAttributes[key]), mapKeys(ResourceAttributes)) AS serviceTags,
+    if(StatusCode IN ('Error', 'STATUS_CODE_ERROR'), 2, 0) AS statusCode
+FROM otel_traces WHERE TraceId = '${trace_id}' ORDER BY startTime""",
+        fmt=3,
+        w=24,
+        h=16,
+    )
+    return b
+
+
+BOARDS = (overview, latency, cost, errors, calls, trace)
+
+
+def build() -> dict[str, dict[str, Any]]:
+    out = {}
+    for fn in BOARDS:
+        board = fn().json()
+        if board["uid"] == "llmtap-trace":
+            board["templating"]["list"] = [
+                {
+                    "name": "trace_id",
+                    "label": "trace id",
+                    "type": "textbox",
+                    "query": "",
+                    "current": {"text": "", "value": ""},
+                }
+            ]
+        out[f"{board['uid'].removeprefix('llmtap-')}.json"] = board
+    return out
+
+
+def alert_provisioning() -> dict[str, Any]:
+    rules = []
+    for r in RULES:
+        rules.append(
+            {
+                "uid": r.uid,
+                "title": r.title,
+                "condition": "C",
+                "for": r.for_,
+                "noDataState": "OK",
+                "execErrState": "Error",
+                "isPaused": False,
+                "labels": {"severity": r.severity, "source": "llmtap"},
+                "annotations": {"summary": r.summary},
+                "data": [
+                    {
+                        "refId": "A",
+                        "relativeTimeRange": {"from": 900, "to": 0},
+                        "datasourceUid": "clickhouse",
+                        "model": {
+                            "refId": "A",
+                            "editorType": "sql",
+                            "format": 1,
+                            "queryType": "table",
+                            "rawSql": r.sql,
+                        },
+                    },
+                    {
+                        "refId": "B",
+                        "datasourceUid": "__expr__",
+                        "model": {
+                            "refId": "B",
+                            "type": "reduce",
+                            "expression": "A",
+                            "reducer": "last",
+                            "settings": {"mode": "dropNN"},
+                        },
+                    },
+                    {
+                        "refId": "C",
+                        "datasourceUid": "__expr__",
+                        "model": {
+                            "refId": "C",
+                            "type": "threshold",
+                            "expression": "B",
+                            "conditions": [{"evaluator": {"type": "gt", "params": [r.threshold]}}],
+                        },
+                    },
+                ],
+            }
+        )
+    return {
+        "apiVersion": 1,
+        "groups": [{"orgId": 1, "name": "llmtap", "folder": "LLM Observability", "interval": "1m", "rules": rules}],
+        "contactPoints": [
+            {
+                "orgId": 1,
+                "name": "llmtap-webhook",
+                "receivers": [
+                    {
+                        "uid": "llmtap-webhook",
+                        "type": "webhook",
+                        "disableResolveMessage": False,
+                        "settings": {"url": "$LLMTAP_ALERT_WEBHOOK_URL", "httpMethod": "POST"},
+                    }
+                ],
+            }
+        ],
+        "policies": [
+            {
+                "orgId": 1,
+                "receiver": "llmtap-webhook",
+                "group_by": ["grafana_folder", "alertname"],
+                "group_wait": "30s",
+                "group_interval": "5m",
+                "repeat_interval": "4h",
+            }
+        ],
+    }
+
+
+def write(root: Path) -> list[Path]:
+    import yaml
+
+    written = []
+    for name, board in build().items():
+        p = root / "dashboards" / "json" / name
+        p.write_text(json.dumps(board, indent=2) + "\n")
+        written.append(p)
+    p = root / "dashboards" / "provisioning" / "alerting" / "llmtap.yaml"
+    p.write_text(
+        "# Generated by `python -m llmtap.dashboards` from llmtap/alerts.py: edit there.\n"
+        + yaml.safe_dump(alert_provisioning(), sort_keys=False, width=120)
+    )
+    written.append(p)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()):
+        print(path)
