@@ -35,3 +35,13 @@ def proxied(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> Sidecar:
     monkeypatch.setenv("HTTPS_PROXY", sidecar.proxy_url)
     monkeypatch.setenv("SSL_CERT_FILE", str(sidecar.bundle))
     return sidecar
+
+
+@pytest.fixture(scope="session")
+def inproc_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The one embedded store of the test process (chDB allows a single path per process)."""
+    from llmtap.store.embedded import ChdbBackend
+
+    b = ChdbBackend(tmp_path_factory.mktemp("inproc") / "store")
+    yield b
+    b.close()

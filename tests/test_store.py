@@ -18,9 +18,9 @@ from llmtap.store.spool import Spool
 from llmtap.store.writer import StoreWriter
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> ChdbBackend:
-    return ChdbBackend(tmp_path_factory.mktemp("store") / "store")
+@pytest.fixture
+def backend(inproc_store: ChdbBackend) -> ChdbBackend:
+    return inproc_store
 
 
 def full_record(**kw: object) -> CallRecord:

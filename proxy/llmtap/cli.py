@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, synthetic
 from .providers import parse_host_port
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -193,10 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--admin-token", default=_env("admin-token", ""))
     _common(rp)
 
-    seed = sub.add_parser(
-        "seed", parents=[logp], help="fill a store with synthetic history (demo, trying dashboards)", add_help=False
-    )
-    seed.add_argument("rest", nargs=argparse.REMAINDER)
+    seed = sub.add_parser("seed", parents=[logp], help="fill a store with synthetic history (demo, dashboards)")
+    synthetic.add_arguments(seed)
 
     ca = sub.add_parser("ca", parents=[logp], help="print the CA certificate path")
     ca.add_argument("--data-dir", default=_env("data-dir", DEFAULT_DATA_DIR))
@@ -488,9 +486,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from .synthetic import main as seed_main
-
-    return seed_main(args.rest)
+    return synthetic.run(args)
 
 
 def cmd_ca(args: argparse.Namespace) -> int:
@@ -565,6 +561,9 @@ def main(argv: list[str] | None = None) -> int:
         "env": cmd_env,
         "mock-provider": cmd_mock,
         "schema": cmd_schema,
+        "check-cost": cmd_check_cost,
+        "report": cmd_report,
+        "seed": cmd_seed,
     }
     return handlers[args.command](args)
 

@@ -328,13 +328,15 @@ FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
     )
     b.ts(
         "Cost this week vs last week",
-        f"""SELECT {T}, sum(cost_usd) AS this_week, 0 AS last_week
-FROM llm_calls WHERE {W} GROUP BY time
-UNION ALL
-SELECT toStartOfInterval(toDateTime(timestamp + INTERVAL 7 DAY), INTERVAL $__interval_s second) AS time,
-    0 AS this_week, sum(cost_usd) AS last_week
-FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY AND {F}
-GROUP BY time ORDER BY time""",
+        f"""SELECT time, sum(this_week) AS this_week, sum(last_week) AS last_week FROM (
+    SELECT {T}, sum(cost_usd) AS this_week, 0 AS last_week
+    FROM llm_calls WHERE {W} GROUP BY time
+    UNION ALL
+    SELECT toStartOfInterval(toDateTime(timestamp + INTERVAL 7 DAY), INTERVAL $__interval_s second) AS time,
+        0 AS this_week, sum(cost_usd) AS last_week
+    FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY AND {F}
+    GROUP BY time
+) GROUP BY time ORDER BY time""",
         unit="currencyUSD",
         w=24,
     )

@@ -9,6 +9,7 @@ Costs come from the same pricer the sidecar uses.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import random
 import secrets
@@ -149,21 +150,53 @@ def generate(
         yield r
 
 
-def rows(n: int, days: float, end: float | None = None, **kw: object) -> Iterator[dict[str, object]]:
+def rows(
+    n: int, days: float, end: float | None = None, avoid_windows: bool = False, **kw: object
+) -> Iterator[dict[str, object]]:
+    """``avoid_windows``: stay out of the hour before ``end`` on each day (see :func:`window_rows`)."""
     end = end or time.time()
     for r in generate(n, end - days * 86400, end, **kw):  # type: ignore[arg-type]
+        # 15 minutes of margin either side, so a query run a little later sees the same windows
+        if avoid_windows and not 4500 <= (end - r.timestamp) % 86400 <= 86400 - 900:
+            continue
         yield otel_traces_row(r)
+
+
+def window_rows(
+    calls: int, days: int, regression: Regression | None = None, end: float | None = None
+) -> Iterator[dict[str, object]]:
+    """Steady traffic in the last hour and the same hour of each previous day (a clean baseline)."""
+    end = end or time.time()
+    for d in range(days + 1 if calls else 0):
+        w_end = end - d * 86400
+        # the same seed every day: the same mix of models and features in every window
+        reg = regression if d == 0 else None
+        for r in generate(calls, w_end - 3600, w_end - 1, seed=100, steady=True, regression=reg):
+            yield otel_traces_row(r)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--data-dir", default="./llmtap-data")
+    ap.add_argument("--store", default="")
+    ap.add_argument("--calls", type=int, default=20000, help="background calls (default 20000)")
+    ap.add_argument("--days", type=float, default=8, help="spread over this many days back from now")
+    ap.add_argument("--regression", default="", help="FEATURE:FACTOR, e.g. summarize:1.6 (in the last hour)")
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=0,
+        help="also CALLS steady calls in the last hour and the same hour on each of the previous days",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """``llmtap seed``: fill a store with synthetic history (stop the sidecar first for chdb://)."""
     ap = argparse.ArgumentParser(prog="llmtap seed")
-    ap.add_argument("--data-dir", default="./llmtap-data")
-    ap.add_argument("--store", default="")
-    ap.add_argument("--calls", type=int, default=20000)
-    ap.add_argument("--days", type=float, default=8)
-    ap.add_argument("--regression", default="", help="FEATURE:FACTOR, e.g. summarize:1.6 (in the last hour)")
-    args = ap.parse_args(argv)
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
@@ -178,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         reg = Regression(feat, float(factor or 1.5))
     batch: list[bytes] = []
     total = 0
-    for row in rows(args.calls, args.days, regression=reg):
+    end = time.time()
+    background = rows(args.calls, args.days, end=end, regression=reg, avoid_windows=args.windows > 0)
+    for row in itertools.chain(background, window_rows(args.windows, int(args.days), regression=reg, end=end)):
         batch.append(json.dumps(row).encode())
         if len(batch) >= 10000:
             backend.insert_rows(batch, f"seed:{secrets.token_hex(8)}")

@@ -1,0 +1,194 @@
+"""Every panel and alert query runs on the real engine against seeded data and has the shape its panel expects;
+a seeded cost regression fires the alert query and `llmtap check-cost`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from helpers import LLMTAP, free_port
+from llmtap import dashboards, synthetic
+from llmtap.alerts import RULES
+from llmtap.macros import ALL, QueryContext, expand
+from llmtap.store.embedded import ChdbBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = time.time()
+
+
+@pytest.fixture(scope="module")
+def seeded(inproc_store: ChdbBackend) -> ChdbBackend:
+    rows = [
+        *synthetic.rows(30000, 8, end=NOW, avoid_windows=True),
+        *synthetic.window_rows(600, 7, regression=synthetic.Regression("summarize", 2.0), end=NOW),
+    ]
+    # a quota error in the last minutes, so the quota alert query has something to say
+    q = next(synthetic.generate(1, NOW - 60, NOW - 30, seed=3))
+    q.outcome, q.error_type, q.status_code, q.usage_source = "error", "quota_exhausted", 429, "none"
+    q.input_tokens = q.output_tokens = q.cache_read_tokens = q.cache_write_tokens = q.reasoning_tokens = 0
+    q.cost_usd = q.input_cost_usd = q.output_cost_usd = None
+    from llmtap.otel import otel_traces_row
+
+    rows.append(otel_traces_row(q))
+    for i in range(0, len(rows), 10000):
+        inproc_store.insert_rows([json.dumps(r).encode() for r in rows[i : i + 10000]], f"dash-seed-{i}")
+    return inproc_store
+
+
+def run(store: ChdbBackend, sql: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in store.query(sql, "JSONEachRow").splitlines()]
+
+
+def types(store: ChdbBackend, sql: str) -> dict[str, str]:
+    out = store.query(f"DESCRIBE ({sql})", "JSONEachRow")
+    return {d["name"]: d["type"] for d in (json.loads(x) for x in out.splitlines())}
+
+
+def test_committed_files_are_what_the_builder_builds() -> None:
+    for name, board in dashboards.build().items():
+        assert json.loads((ROOT / "dashboards/json" / name).read_text()) == board, name
+    committed = yaml.safe_load((ROOT / "dashboards/provisioning/alerting/llmtap.yaml").read_text())
+    assert committed == dashboards.alert_provisioning()
+
+
+def test_dashboards_follow_grafana_conventions() -> None:
+    uids = set()
+    for board in dashboards.build().values():
+        assert board["schemaVersion"] >= 39 and board["id"] is None
+        assert 8 <= len(board["uid"]) <= 40 and board["uid"] not in uids
+        uids.add(board["uid"])
+        ids = [p["id"] for p in board["panels"]]
+        assert len(ids) == len(set(ids))
+        for p in board["panels"]:
+            g = p["gridPos"]
+            assert g["x"] >= 0 and g["x"] + g["w"] <= 24
+            assert p["datasource"]["uid"] == "clickhouse"
+            if board["uid"] != "llmtap-trace":
+                sql = p["targets"][0]["rawSql"]
+                for var in ("service", "provider", "model", "feature"):
+                    assert "$__conditionalAll(" in sql and f"${{{var}:singlequote}}" in sql, (p["title"], var)
+    assert {"llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-calls"} <= uids
+
+
+PANELS = [(b["uid"], p) for b in dashboards.build().values() for p in b["panels"]]
+
+
+@pytest.mark.parametrize(("uid", "panel"), PANELS, ids=[f"{u}:{p['title']}" for u, p in PANELS])
+@pytest.mark.parametrize("filtered", [False, True], ids=["all", "filtered"])
+def test_panel_query_returns_the_shape_its_panel_expects(
+    seeded: ChdbBackend, uid: str, panel: dict[str, Any], filtered: bool
+) -> None:
+    variables: dict[str, list[str]] = {v: [ALL] for v in ("service", "provider", "model", "feature")}
+    if filtered:
+        variables.update(provider=["openai", "anthropic"], feature=["summarize"])
+    if uid == "llmtap-trace":
+        variables["trace_id"] = [run(seeded, "SELECT trace_id FROM llm_calls LIMIT 1")[0]["trace_id"]]
+    ctx = QueryContext(NOW - 86400, NOW, 600, variables)
+    target = panel["targets"][0]
+    sql = expand(target["rawSql"], ctx)
+    assert "$" not in sql.replace("$__", "") or "'$" in sql
+    rows = run(seeded, sql)
+    assert rows, f"{panel['title']} returned no rows"
+    cols = types(seeded, sql)
+    numeric = [c for c, t in cols.items() if re.search(r"Int|Float|Decimal", t)]
+    kind = panel["type"]
+    if target["format"] == 0:  # time series: a time column, then numbers (long format may add a label)
+        assert next(iter(cols)) == "time" and "DateTime" in cols["time"]
+        assert numeric
+        times = [r["time"] for r in rows]
+        assert times == sorted(times)
+    elif kind == "stat":
+        assert len(rows) == 1 and len(numeric) == 1
+    elif kind == "barchart":
+        assert any("String" in t for t in cols.values()) and numeric
+    elif kind == "table":
+        assert len(cols) >= 3
+    elif kind == "traces":
+        assert {
+            "traceID",
+            "spanID",
+            "parentSpanID",
+            "serviceName",
+            "operationName",
+            "startTime",
+            "duration",
+            "tags",
+            "serviceTags",
+            "statusCode",
+        } <= set(cols)
+    if filtered and "provider" in cols:
+        assert {r["provider"] for r in rows} <= {"openai", "anthropic"}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.uid for r in RULES])
+def test_alert_query_runs_and_has_a_value_column(seeded: ChdbBackend, rule: Any) -> None:
+    sql = expand(rule.sql, QueryContext(NOW - 900, NOW))
+    cols = types(seeded, sql)
+    assert "value" in cols and re.search(r"Int|Float", cols["value"])
+    assert any("String" in t for c, t in cols.items() if c != "value")  # labels for the alert instances
+    rows = run(seeded, sql)
+    if rule.uid not in ("llmtap-mid-stream-errors", "llmtap-ttft-regression"):
+        assert rows, rule.uid
+
+
+def test_seeded_regression_fires_the_cost_alert_queries(seeded: ChdbBackend) -> None:
+    for uid in ("llmtap-cost-per-hour-regression", "llmtap-cost-per-call-regression"):
+        rule = next(r for r in RULES if r.uid == uid)
+        rows = run(seeded, rule.sql)
+        firing = {(r["model"], r["feature"]) for r in rows if r["value"] > rule.threshold}
+        assert firing and {f for _, f in firing} == {"summarize"}, (uid, firing)
+        assert any(r["feature"] != "summarize" for r in rows)  # other groups were evaluated, and stayed quiet
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LLMTAP, *args], capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.parametrize("regressed", [True, False], ids=["regression", "quiet"])
+def test_check_cost(tmp_path: Path, regressed: bool) -> None:
+    data = str(tmp_path / "data")
+    seed = ["seed", "--data-dir", data, "--calls", "2000", "--days", "7", "--windows", "1000"]
+    if regressed:
+        seed += ["--regression", "summarize:1.5"]
+    r = cli(*seed)
+    assert r.returncode == 0, r.stderr
+    no_admin = f"127.0.0.1:{free_port()}"
+    r = cli(
+        "check-cost",
+        "--window",
+        "1h",
+        "--baseline",
+        "7d",
+        "--threshold",
+        "20%",
+        "--by",
+        "model,feature",
+        "--data-dir",
+        data,
+        "--admin",
+        no_admin,
+    )
+    lines = r.stdout.splitlines()
+    flagged = [ln for ln in lines if ln.endswith("REGRESSION")]
+    assert "current_usd" in lines[1] and "baseline_usd" in lines[1] and "ratio" in lines[1]
+    if regressed:
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert flagged and all(" summarize " in f for f in flagged)
+        assert all(float(f.split()[-2]) == pytest.approx(1.5, abs=0.01) for f in flagged)  # per-call ratio
+    else:
+        assert r.returncode == 0 and not flagged, r.stdout
+    assert len(lines) > 4  # groups were compared
+
+
+def test_check_cost_bad_input() -> None:
+    r = cli("check-cost", "--window", "soon")
+    assert r.returncode != 0 and "duration" in r.stderr
+    r = cli("check-cost", "--by", "colour")
+    assert r.returncode != 0 and "--by takes" in r.stderr
