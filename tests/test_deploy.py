@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import chdb
 import pytest
 import yaml
 
@@ -138,14 +137,14 @@ def test_dockerfile_builds_the_project_on_python_312() -> None:
 
 
 @pytest.mark.parametrize("db", ["llmtap", "otel"])
-def test_cluster_ddl_parses_in_clickhouse(db: str) -> None:
+def test_cluster_ddl_parses_in_clickhouse(db: str, inproc_store: Any) -> None:
     stmts = cluster_statements(db, "prod")
     single = schema_statements(db)
     tables = [s for s in single if s.startswith("CREATE TABLE")]
     assert len(stmts) == len(single) + len(tables)  # each table gets a local and a Distributed one
     for stmt in stmts:
         assert "ON CLUSTER 'prod'" in stmt
-        chdb.query("EXPLAIN AST " + stmt, "TSVRaw")  # the real ClickHouse parser accepts it
+        inproc_store.query("EXPLAIN AST " + stmt, "TSVRaw")  # the real ClickHouse parser accepts it
     assert any("ReplicatedMergeTree('/clickhouse/tables/{shard}/" in s for s in stmts)
     assert any("Distributed('prod', " + db + ", otel_traces_local, cityHash64(TraceId))" in s for s in stmts)
     views = [s for s in stmts if "MATERIALIZED VIEW" in s]

@@ -6,7 +6,6 @@ query never touches the traffic.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import threading
@@ -15,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from . import viewer
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
 from .sqlguard import ReadOnlyViolation, check_read_only
@@ -29,6 +29,11 @@ CONTENT_TYPES = {
 }
 
 QueryFn = Callable[[str, str], bytes]
+STATIC_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
+    "/viewer.css": ("viewer.css", "text/css; charset=utf-8"),
+}
 
 
 class AdminState:
@@ -80,13 +85,28 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if url.path == "/metrics":
             self._send(200, self.state.metrics.exposition(), METRICS_CONTENT_TYPE)
-        elif url.path == "/":
-            self._send(200, self._index(), "text/html; charset=utf-8")
+        elif url.path in STATIC_FILES:
+            name, ctype = STATIC_FILES[url.path]
+            self._send(200, (viewer.STATIC / name).read_bytes(), ctype)
+        elif url.path == "/api/dashboards":
+            boards = viewer.load_dashboards()
+            listing = [{"uid": b["uid"], "title": b["title"]} for b in boards.values()]
+            self._send(200, json.dumps(listing).encode(), "application/json")
+        elif url.path.startswith("/api/dashboards/"):
+            board = viewer.load_dashboards().get(url.path.rsplit("/", 1)[1])
+            if board is None:
+                self._send(404, b"no such dashboard\n")
+            else:
+                self._send(200, json.dumps(board).encode(), "application/json")
         else:
             self._send(404, b"not found\n")
 
     def do_POST(self) -> None:
         url = urlsplit(self.path)
+        if url.path in ("/api/panel", "/api/variable"):
+            if self._authorized():
+                self._viewer(url.path)
+            return
         if url.path != "/api/sql":
             self._send(404, b"not found\n")
             return
@@ -116,49 +136,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, body, CONTENT_TYPES.get(fmt, "text/plain; charset=utf-8"))
 
-    def _index(self) -> bytes:
+    def _viewer(self, path: str) -> None:
+        n = int(self.headers.get("Content-Length") or 0)
         try:
-            rows = json.loads(
-                b"["
-                + b",".join(
-                    self.state.query(
-                        "SELECT timestamp, service, provider, request_model, outcome, error_type, status_code, "
-                        "input_tokens, output_tokens, cost_usd, ttft_ms, duration_ms FROM llm_calls "
-                        "ORDER BY timestamp DESC LIMIT 50",
-                        "JSONEachRow",
-                    ).splitlines()
-                )
-                + b"]"
-            )
+            req = json.loads(self.rfile.read(min(n, MAX_SQL_BYTES)) or b"{}")
+            boards = viewer.load_dashboards()
+            if path == "/api/panel":
+                out: Any = viewer.panel_data(self.state.query, boards, req)
+            else:
+                out = viewer.variable_values(self.state.query, boards, req)
+        except (ValueError, ReadOnlyViolation) as e:
+            self._send(400, json.dumps({"error": str(e)}).encode(), "application/json")
+            return
         except Exception as e:
-            rows, err = [], str(e)
-        else:
-            err = ""
-        cols = [
-            "timestamp",
-            "service",
-            "provider",
-            "request_model",
-            "outcome",
-            "error_type",
-            "status_code",
-            "input_tokens",
-            "output_tokens",
-            "cost_usd",
-            "ttft_ms",
-            "duration_ms",
-        ]
-        head = "".join(f"<th>{c}</th>" for c in cols)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows
-        )
-        page = f"""<!doctype html><html><head><meta charset="utf-8"><title>llmtap</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>
-<h1>llmtap</h1><p><a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a> ·
-SQL: <code>POST /api/sql</code></p><p>{html.escape(err)}</p>
-<h2>Latest calls</h2><table><tr>{head}</tr>{body}</table></body></html>"""
-        return page.encode()
+            self._send(500, json.dumps({"error": f"query failed: {e}"[:2000]}).encode(), "application/json")
+            return
+        self._send(200, json.dumps(out, default=str).encode(), "application/json")
 
 
 class AdminServer:

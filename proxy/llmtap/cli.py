@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, synthetic
+from . import __version__, demo, synthetic
 from .providers import parse_host_port
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--admin", default=_env("admin", DEFAULT_ADMIN))
     rp.add_argument("--admin-token", default=_env("admin-token", ""))
     _common(rp)
+
+    dm = sub.add_parser("demo", parents=[logp], help="mock provider + sidecar + live traffic: filled dashboards")
+    demo.add_arguments(dm)
 
     seed = sub.add_parser("seed", parents=[logp], help="fill a store with synthetic history (demo, dashboards)")
     synthetic.add_arguments(seed)
@@ -564,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         "check-cost": cmd_check_cost,
         "report": cmd_report,
         "seed": cmd_seed,
+        "demo": lambda a: demo.run(a),
     }
     return handlers[args.command](args)
 

@@ -135,8 +135,19 @@ def wait_healthy(sc: Sidecar, timeout: float = 60.0) -> None:
     raise RuntimeError(f"llmtap run did not become healthy: {sc.log.read_text()}")
 
 
-def start_sidecar(data_dir: Path, mock: Mock | None, *extra: str, env: dict[str, str] | None = None) -> Sidecar:
-    listen, admin = free_port(), free_port()
+def start_sidecar(
+    data_dir: Path,
+    mock: Mock | None,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    listen_port: int = 0,
+    admin_port: int = 0,
+    service: str = "",
+) -> Sidecar:
+    """``llmtap run`` on free loopback ports (or the ones given), dialing ``mock`` for the providers."""
+    listen, admin = listen_port or free_port(), admin_port or free_port()
+    if service:
+        extra = (*extra, "--service", service)
     args = [
         *LLMTAP,
         "run",
