@@ -120,3 +120,11 @@ def test_garbage_never_raises_and_memory_stays_bounded(data: bytes, cuts: list[i
     for a, b in zip([0, *points], [*points, len(data)], strict=True):
         d.feed(data[a:b])
         assert len(d._buf) <= 512 + (b - a)
+
+
+def test_bare_json_line_is_an_event() -> None:
+    raw = b'data: {"a":1}\n\n{"error": {"code": 500, "status": "INTERNAL"}}\n'
+    assert decode(raw) == [
+        SSEEvent("message", '{"a":1}'),
+        SSEEvent("message", '{"error": {"code": 500, "status": "INTERNAL"}}'),
+    ]

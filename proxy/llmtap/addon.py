@@ -20,17 +20,27 @@ from . import faults
 from .attribution import ATTRIBUTION_HEADERS, Fingerprinter, read_attribution
 from .capture import Capture, End, RequestFacts
 from .pipeline import Pipeline
-from .providers import adapter_for, allow_host_patterns, api_for_request, provider_for_call
+from .providers import (
+    adapter_for,
+    allow_host_patterns,
+    api_for_request,
+    base_url_target,
+    model_from_path,
+    provider_for_call,
+    provider_for_host,
+)
 
 log = logging.getLogger("llmtap.addon")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 _KEY = "llmtap"
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass
 class AddonConfig:
     service: str = ""
     intercept: list[str] = field(default_factory=list)
+    listen: tuple[str, int] = ("127.0.0.1", 8080)
 
 
 class LlmTapAddon:
@@ -49,6 +59,11 @@ class LlmTapAddon:
         self.loop = asyncio.get_running_loop()
 
     # -- HTTP ----------------------------------------------------------------------
+    def _addressed_to_us(self, host: str, port: int) -> bool:
+        """A plain-HTTP request for the sidecar itself (base-URL mode), not one it should proxy."""
+        lh, lp = self.cfg.listen
+        return port == lp and (host == lh or host in _LOOPBACK_NAMES or lh in ("0.0.0.0", "::"))
+
     def is_intercepted(self, host: str, port: int) -> bool:
         hp = f"{host}:{port}"
         return any(rx.match(hp) for rx in self._intercepted)
@@ -56,6 +71,22 @@ class LlmTapAddon:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
         req = flow.request
+        if req.scheme == "http" and self._addressed_to_us(req.host, req.port):
+            target = base_url_target(req.path, self.cfg.intercept)
+            if target is None:
+                flow.response = http.Response.make(
+                    404,
+                    b"llmtap: no such base-URL route; use /openai/..., /anthropic/..., /gemini/..., "
+                    b"/azure/<resource>/..., /openrouter/..., /groq/..., /deepseek/..., /mistral/..., /xai/..., "
+                    b"or /upstream/<--intercept host>/...\n",
+                    {"content-type": "text/plain"},
+                )
+                return
+            # Base-URL mode: forward over TLS to the real provider (no CA needed on the client).
+            host, port, path = target
+            req.scheme, req.host, req.port, req.path = "https", host, port, path
+            req.headers["host"] = host if port == 443 else f"{host}:{port}"
+            flow.metadata["llmtap_base_url"] = True
         if not self.is_intercepted(req.host, req.port):
             req.stream = True  # not ours: pass through, never buffer
 
@@ -69,7 +100,7 @@ class LlmTapAddon:
             if name in req.headers:
                 del req.headers[name]
         names = {k for k, _ in headers}
-        api = api_for_request(req.method, req.path, None, names)
+        api = api_for_request(req.method, req.path, provider_for_host(req.host), names)
         if api is None:
             return
         try:
@@ -99,7 +130,10 @@ class LlmTapAddon:
             span_id=secrets.token_hex(8),
             parent_span_id=parent,
         )
-        flow.metadata[_KEY] = Capture(facts, faults.maybe_break(adapter_for(api)), self._parse_error)
+        cap = Capture(facts, faults.maybe_break(adapter_for(api)), self._parse_error)
+        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
+            cap.adapter.req.model = model_from_path(req.path)
+        flow.metadata[_KEY] = cap
         self.inflight += 1
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:

@@ -21,6 +21,7 @@ from . import errors
 from .adapters.base import Adapter, ErrorInfo, Usage, error_from_body
 from .decompress import Decoder, UnsupportedEncoding, make_decoder
 from .estimate import TokenEstimator
+from .framing import EventStreamDecoder, JSONArrayDecoder, NDJSONDecoder
 from .record import CallRecord
 from .redact import redact
 from .sse import SSEDecoder
@@ -100,6 +101,8 @@ class Capture:
         self.parse_error = ""
         self._decoder: Decoder | None = None
         self._sse: SSEDecoder | None = None
+        self._frames: EventStreamDecoder | None = None
+        self._objects: NDJSONDecoder | JSONArrayDecoder | None = None
         self._body: bytearray | None = None
         self._body_cap = MAX_JSON_BODY
         self.sse = False
@@ -116,9 +119,20 @@ class Capture:
         except UnsupportedEncoding as e:
             self._parse_failed(e)
             return
-        if "text/event-stream" in ctype and 200 <= status < 300:
+        ok = 200 <= status < 300
+        api = self.facts.api
+        if ok and "text/event-stream" in ctype:
             self.sse = True
             self._sse = SSEDecoder()
+        elif ok and "vnd.amazon.eventstream" in ctype:
+            self.sse = True
+            self._frames = EventStreamDecoder()
+        elif ok and ("ndjson" in ctype or (api.startswith("ollama.") and self.adapter.req.stream)):
+            self.sse = True
+            self._objects = NDJSONDecoder()
+        elif ok and api == "gemini.generate_content" and ":streamgeneratecontent" in self.facts.path.lower():
+            self.sse = True
+            self._objects = JSONArrayDecoder()
         else:
             self._body = bytearray()
             self._body_cap = MAX_JSON_BODY if status < 400 else MAX_ERROR_BODY
@@ -140,6 +154,12 @@ class Capture:
             on_event = self.adapter.on_event
             for ev in self._sse.feed(data):
                 on_event(ev, t)
+        elif self._objects is not None:
+            for obj in self._objects.feed(data):
+                self.adapter.on_object(obj, t)
+        elif self._frames is not None:
+            for msg in self._frames.feed(data):
+                self.adapter.on_frame(msg, t)
         elif self._body is not None:
             if len(self._body) + len(data) > self._body_cap:
                 self.parsing = False
@@ -165,6 +185,12 @@ class Capture:
             try:  # an event not followed by a blank line at EOF still counts for an observer
                 for ev in self._sse.feed(b"\n\n"):
                     a.on_event(ev, end.mono)
+            except Exception as e:
+                self._parse_failed(e)
+        if self.parsing and isinstance(self._objects, NDJSONDecoder):
+            try:  # a last line without its newline
+                for obj in self._objects.flush():
+                    a.on_object(obj, end.mono)
             except Exception as e:
                 self._parse_failed(e)
         body_obj: Any = None
@@ -248,6 +274,9 @@ class Capture:
             if v is not None:
                 r.provider_processing_ms = v * scale
                 break
+        reported = self.adapter.obs.extra.get("provider_processing_ms")  # in the body: Groq, Ollama, Bedrock
+        if r.provider_processing_ms is None and isinstance(reported, (int, float)):
+            r.provider_processing_ms = float(reported)
         r.ratelimit_remaining_requests = _int(
             h.get("x-ratelimit-remaining-requests") or h.get("anthropic-ratelimit-requests-remaining")
         )
@@ -291,6 +320,10 @@ class Capture:
             if self.sse:
                 r.mid_stream_error = 200 <= self.status < 300
         if err is not None:
+            amzn = dict(self.resp_headers).get("x-amzn-errortype", "")
+            if not err.code and amzn:  # Bedrock names the exception in a header
+                err.code = amzn.split(":", 1)[0]
+                r.error_type = errors.classify(self.status, err.code, err.type, err.message)
             r.error_code = err.code[:200]
             r.error_message = redact(err.message)[:1000]
             if r.retry_after_s is None:

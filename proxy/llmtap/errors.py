@@ -24,12 +24,19 @@ class Rule:
     statuses: tuple[int, ...] = ()
 
 
-# Order matters: the first rule that matches wins. Body evidence (codes, phrases)
-# is checked for every rule before falling back to the status alone.
+# Three passes, each in rule order: the error's code/type against every rule's codes, then
+# its message against every rule's phrases, then the HTTP status. The first match wins.
 RULES: tuple[Rule, ...] = (
     Rule(
         "quota_exhausted",
-        codes=("insufficient_quota", "billing_error", "quota_exceeded", "payment_required"),
+        codes=(
+            "insufficient_quota",
+            "billing_error",
+            "quota_exceeded",
+            "payment_required",
+            "quota_per_day",
+            "servicequotaexceededexception",
+        ),
         phrases=(
             "exceeded your current quota",
             "credit balance is too low",
@@ -53,23 +60,35 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "content_filter",
-        codes=(
-            "content_filter",
-            "content_policy_violation",
-            "responsibleaipolicyviolation",
-            "invalid_prompt",
-        ),
+        codes=("content_filter", "content_policy_violation", "responsibleaipolicyviolation", "invalid_prompt"),
         phrases=("content management policy", "content filter"),
     ),
     Rule(
         "overloaded",
-        codes=("overloaded_error", "server_is_overloaded", "overloaded", "slow_down"),
+        codes=(
+            "overloaded_error",
+            "server_is_overloaded",
+            "overloaded",
+            "slow_down",
+            "serviceunavailableexception",
+            "modelnotreadyexception",
+            "unavailable",
+        ),
         phrases=("overloaded",),
         statuses=(529,),
     ),
     Rule(
         "rate_limited",
-        codes=("rate_limit_exceeded", "rate_limit_error", "requests", "tokens", "too_many_requests"),
+        codes=(
+            "rate_limit_exceeded",
+            "rate_limit_error",
+            "requests",
+            "tokens",
+            "too_many_requests",
+            "quota_per_minute",
+            "throttlingexception",
+            "resource_exhausted",
+        ),
         phrases=("rate limit",),
         statuses=(429,),
     ),
@@ -82,19 +101,38 @@ RULES: tuple[Rule, ...] = (
             "unauthorized",
             "permission_denied",
             "invalid_authentication",
+            "accessdeniedexception",
+            "unauthenticated",
         ),
         statuses=(401, 403),
     ),
-    Rule("not_found", codes=("not_found_error", "model_not_found", "not_found"), statuses=(404,)),
-    Rule("timeout", codes=("timeout_error", "timeout", "request_timeout"), statuses=(408, 504)),
+    Rule(
+        "not_found",
+        codes=("not_found_error", "model_not_found", "not_found", "resourcenotfoundexception"),
+        statuses=(404,),
+    ),
+    Rule(
+        "timeout",
+        codes=("timeout_error", "timeout", "request_timeout", "modeltimeoutexception", "deadline_exceeded"),
+        statuses=(408, 504),
+    ),
     Rule(
         "server_error",
-        codes=("server_error", "api_error", "internal_error", "internal_server_error"),
+        codes=(
+            "server_error",
+            "api_error",
+            "internal_error",
+            "internal_server_error",
+            "internalserverexception",
+            "modelstreamerrorexception",
+            "modelerrorexception",
+            "internal",
+        ),
         statuses=(500, 501, 502, 503),
     ),
     Rule(
         "bad_request",
-        codes=("invalid_request_error", "invalid_request", "bad_request", "validation_error"),
+        codes=("invalid_request", "bad_request", "validation_error", "validationexception", "invalid_argument"),
         statuses=(400, 409, 413, 415, 422),
     ),
 )
@@ -105,7 +143,10 @@ def classify(status: int = 0, code: str = "", type_: str = "", message: str = ""
     keys = {k.strip().lower() for k in (code, type_) if k}
     msg = (message or "").lower()
     for rule in RULES:
-        if keys.intersection(rule.codes) or any(p in msg for p in rule.phrases):
+        if keys.intersection(rule.codes):
+            return rule.error_type
+    for rule in RULES:
+        if any(p in msg for p in rule.phrases):
             return rule.error_type
     for rule in RULES:
         if status in rule.statuses:

@@ -160,7 +160,9 @@ def start_sidecar(
     ]
     if mock is not None:
         args += ["--upstream-ca", str(mock.ca)]
-        for host in ("api.openai.com", "api.anthropic.com"):
+        from .mock import MOCKED_HOSTS
+
+        for host in MOCKED_HOSTS:
             args += ["--connect-to", f"{host}:443:127.0.0.1:{mock.port}"]
     args += list(extra)
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ requests received (to check what reached "upstream").
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import gzip
 import json
@@ -39,6 +40,24 @@ MOCK_HOSTS = (
     "api.mistral.ai",
     "api.x.ai",
     "generativelanguage.googleapis.com",
+    "*.googleapis.com",
+    "aiplatform.googleapis.com",
+    "*.us-east-1.amazonaws.com",
+    "ollama.internal",
+)
+# Every host the mock can stand in for (llmtap run --connect-to HOST:443:127.0.0.1:PORT for each).
+MOCKED_HOSTS = (
+    "api.openai.com",
+    "api.anthropic.com",
+    "generativelanguage.googleapis.com",
+    "us-central1-aiplatform.googleapis.com",
+    "bedrock-runtime.us-east-1.amazonaws.com",
+    "myres.openai.azure.com",
+    "openrouter.ai",
+    "api.groq.com",
+    "api.deepseek.com",
+    "api.mistral.ai",
+    "api.x.ai",
 )
 CREATED = 1764400000  # fixed: replies are byte-for-byte reproducible
 WORDS = [
@@ -70,6 +89,7 @@ class Reply:
     delay: float = 0.005
     abort: bool = False  # close the connection instead of ending the body
     stamp: bool = False  # prefix each chunk with an SSE comment carrying the send time
+    stream: bool = False  # chunked and paced even when the content type is not SSE
 
 
 # -- TLS ----------------------------------------------------------------------------
@@ -331,6 +351,19 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
             events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}))
     else:
         events += [chunk({"content": t}) for t in text]
+    if scenario == "openrouter_error":  # OpenRouter: an in-band error chunk with finish_reason "error"
+        events = [
+            *events[:3],
+            sse(
+                {
+                    **base,
+                    "provider": "Mock",
+                    "error": {"code": "server_error", "message": "Provider disconnected unexpectedly"},
+                    "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+                }
+            ),
+        ]
+        return Reply(200, SSE_HEADERS, [b": OPENROUTER PROCESSING\n\n", *events])
     if scenario == "mid_stream_error":
         events = [
             *events[:4],
@@ -346,8 +379,32 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events)
     if scenario == "disconnect":
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events[:4], abort=True)
+    if scenario == "groq":  # usage under x_groq on the final chunk, with Groq's timings
+        events.append(
+            sse(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "x_groq": {
+                        "id": "req_groq_1",
+                        "usage": {
+                            **usage,
+                            "queue_time": 0.0613,
+                            "prompt_time": 0.0002,
+                            "completion_time": 0.7981,
+                            "total_time": 0.7984,
+                        },
+                    },
+                }
+            )
+        )
+        events.append(sse("[DONE]"))
+        return Reply(200, SSE_HEADERS, events)
     events.append(chunk({}, "tool_calls" if tool else "stop"))
-    if include_usage:
+    if scenario == "openrouter":  # processing comments, and usage with the provider's own cost, always sent
+        events = [b": OPENROUTER PROCESSING\n\n", *events[:2], b": OPENROUTER PROCESSING\n\n", *events[2:]]
+        events.append(sse({**base, "choices": [], "usage": {**usage, "cost": 0.00042}}))
+    elif include_usage:
         events.append(sse({**base, "choices": [], "usage": usage}, eol=eol))
     events.append(sse("[DONE]", eol=eol))
     return _shape(Reply(200, SSE_HEADERS + OPENAI_HEADERS, events), scenario)
@@ -629,6 +686,196 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
     return _shape(Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev), scenario)
 
 
+# -- Gemini / Vertex ---------------------------------------------------------------------------------
+
+
+def gemini(path: str, body: dict[str, Any], scenario: str) -> Reply:
+    model = path.split("/models/")[-1].split(":")[0] if "/models/" in path else "gemini-2.0-flash"
+    if scenario == "quota_per_minute":
+        return json_reply(
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "message": "You exceeded your current quota, please check your plan and billing details.",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [
+                                {
+                                    "quotaMetric": "generativelanguage.googleapis.com/free_tier_requests",
+                                    "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            },
+        )
+    if scenario == "quota_per_day":
+        return json_reply(
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "message": "You exceeded your current quota.",
+                    "details": [{"violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}],
+                }
+            },
+        )
+    text = words(6)
+    chunks = []
+    for i, t in enumerate(text):
+        chunk: dict[str, Any] = {
+            "candidates": [{"content": {"parts": [{"text": t}], "role": "model"}, "index": 0}],
+            "usageMetadata": {"promptTokenCount": 120, "cachedContentTokenCount": 100, "totalTokenCount": 120},
+            "modelVersion": model,
+            "responseId": "gemini-resp-1",
+        }
+        if i == len(text) - 1:
+            chunk["candidates"][0]["finishReason"] = "STOP"
+            chunk["usageMetadata"] = {
+                "promptTokenCount": 120,
+                "cachedContentTokenCount": 100,
+                "candidatesTokenCount": 6,
+                "thoughtsTokenCount": 30,
+                "totalTokenCount": 156,
+            }
+        chunks.append(chunk)
+    if scenario == "mid_stream_error":
+        chunks = [
+            *chunks[:3],
+            {"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}},
+        ]
+    if ":streamGenerateContent" not in path:
+        merged = {
+            **chunks[-1],
+            "candidates": [
+                {"content": {"parts": [{"text": "".join(text)}], "role": "model"}, "finishReason": "STOP", "index": 0}
+            ],
+        }
+        return json_reply(200, merged)
+    if "alt=sse" in path:
+        return _shape(Reply(200, SSE_HEADERS, [sse(c) for c in chunks]), scenario)
+    # a streamed JSON array, one element per write
+    parts = [("[" if i == 0 else ",\r\n") + json.dumps(c) for i, c in enumerate(chunks)]
+    return Reply(
+        200, [("content-type", "application/json; charset=UTF-8")], [p.encode() for p in [*parts, "]"]], stream=True
+    )
+
+
+# -- AWS Bedrock (event-stream) ---------------------------------------------------------------------
+
+EVENTSTREAM = [("content-type", "application/vnd.amazon.eventstream"), ("x-amzn-requestid", "req-bedrock-1")]
+
+
+def _ev(event: str, payload: dict[str, Any], kind: str = "event") -> bytes:
+    from .framing import encode_event
+
+    key = ":event-type" if kind == "event" else ":exception-type"
+    return encode_event(
+        {":message-type": kind, key: event, ":content-type": "application/json"}, json.dumps(payload).encode()
+    )
+
+
+def bedrock(path: str, body: dict[str, Any], scenario: str) -> Reply:
+    text = words(5)
+    if path.rstrip("/").endswith("/converse-stream"):
+        frames = [_ev("messageStart", {"role": "assistant"})]
+        frames += [_ev("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}}) for t in text]
+        if scenario == "throttled_mid_stream":
+            frames = [
+                *frames[:3],
+                _ev("throttlingException", {"message": "Too many requests, please wait."}, "exception"),
+            ]
+            return Reply(200, EVENTSTREAM, frames, stream=True)
+        frames += [
+            _ev("contentBlockStop", {"contentBlockIndex": 0}),
+            _ev("messageStop", {"stopReason": "end_turn"}),
+            _ev(
+                "metadata",
+                {
+                    "usage": {
+                        "inputTokens": 25,
+                        "outputTokens": 5,
+                        "totalTokens": 30,
+                        "cacheReadInputTokens": 10,
+                        "cacheWriteInputTokens": 0,
+                    },
+                    "metrics": {"latencyMs": 812},
+                },
+            ),
+        ]
+        return Reply(200, EVENTSTREAM, frames, stream=True)
+    if path.rstrip("/").endswith("/invoke-with-response-stream"):
+        anthropic = anthropic_messages({**body, "stream": True, "model": "claude-3-5-sonnet"}, "default")
+        frames = []
+        for chunk in anthropic.chunks:
+            data = chunk.decode().split("data: ", 1)[1].strip()
+            frames.append(_ev("chunk", {"bytes": base64.b64encode(data.encode()).decode()}))
+        return Reply(200, EVENTSTREAM, frames, stream=True)
+    if scenario == "throttled":
+        return json_reply(
+            429,
+            {"message": "Too many requests, please wait before trying again."},
+            [("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")],
+        )
+    return json_reply(
+        200,
+        {
+            "output": {"message": {"role": "assistant", "content": [{"text": "".join(text)}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 25, "outputTokens": 5, "totalTokens": 30},
+            "metrics": {"latencyMs": 640},
+        },
+        [("x-amzn-requestid", "req-bedrock-2")],
+    )
+
+
+# -- Ollama native (NDJSON) -------------------------------------------------------------------------------
+
+
+def ollama(path: str, body: dict[str, Any], scenario: str) -> Reply:
+    model = body.get("model", "llama3.2")
+    key = "message" if path.endswith("/api/chat") else "response"
+    lines = []
+    for t in words(5):
+        part: dict[str, Any] = {"model": model, "created_at": "2026-11-29T08:52:19.385406455Z", "done": False}
+        part[key] = {"role": "assistant", "content": t} if key == "message" else t
+        lines.append(part)
+    if scenario == "mid_stream_error":
+        lines = [*lines[:2], {"error": "model runner has unexpectedly stopped"}]
+    else:
+        lines.append(
+            {
+                "model": model,
+                "created_at": "2026-11-29T08:52:20Z",
+                "done": True,
+                "done_reason": "stop",
+                key: {"role": "assistant", "content": ""} if key == "message" else "",
+                "total_duration": 4883583458,
+                "load_duration": 1334875,
+                "prompt_eval_count": 26,
+                "prompt_eval_duration": 342546000,
+                "eval_count": 282,
+                "eval_duration": 4535599000,
+            }
+        )
+    if body.get("stream") is False:
+        return json_reply(
+            200,
+            {
+                **lines[-1],
+                key: {"role": "assistant", "content": "".join(words(5))} if key == "message" else "".join(words(5)),
+            },
+        )
+    return Reply(
+        200, [("content-type", "application/x-ndjson")], [json.dumps(x).encode() + b"\n" for x in lines], stream=True
+    )
+
+
 ROUTES: list[tuple[str, Callable[[dict[str, Any], str], Reply]]] = [
     ("/chat/completions", openai_chat),
     ("/responses", openai_responses),
@@ -644,6 +891,18 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     if not scenario and model.startswith("mock-"):
         scenario = model[5:]
+    path_aware: Callable[[str, dict[str, Any], str], Reply] | None = None
+    if ":generateContent" in p or ":streamGenerateContent" in p:
+        path_aware = gemini
+    elif "/model/" in p:
+        path_aware = bedrock
+    elif p.endswith(("/api/chat", "/api/generate")):
+        path_aware = ollama
+    if path_aware is not None:
+        reply = path_aware(path, body, scenario or "default")
+        if "x-mock-delay-ms" in headers:
+            reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
+        return reply
     for suffix, fn in ROUTES:
         if p.endswith(suffix):
             reply = fn(body, scenario or "default")
@@ -713,9 +972,9 @@ class MockServer:
             529: "Overloaded",
         }
         head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
+        streaming = reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
-        streaming = any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
         if streaming:
             head.append("transfer-encoding: chunked")
         else:

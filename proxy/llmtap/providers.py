@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from .adapters import ADAPTERS, Adapter
 
@@ -76,7 +77,19 @@ def api_for_request(method: str, path: str, provider: str | None, headers_lower:
     """The wire API of a request from its path, or ``None`` when it is not an LLM call."""
     if method != "POST":
         return None
-    p = path.split("?", 1)[0].rstrip("/").lower()
+    p = unquote(path.split("?", 1)[0]).rstrip("/").lower()
+    if p.endswith((":generatecontent", ":streamgeneratecontent")):
+        return "gemini.generate_content"
+    if provider == "gcp.vertex_ai" and p.endswith((":rawpredict", ":streamrawpredict")) and "/anthropic/" in p:
+        return "anthropic.messages"
+    if re.search(r"/model/[^/]+/(converse|converse-stream)$", p):
+        return "bedrock.converse"
+    if re.search(r"/model/[^/]+/(invoke|invoke-with-response-stream)$", p):
+        return "bedrock.invoke"
+    if p.endswith("/api/chat"):
+        return "ollama.chat"
+    if p.endswith("/api/generate"):
+        return "ollama.generate"
     if p.endswith("/chat/completions"):
         return "openai.chat_completions"
     if p.endswith("/responses"):
@@ -86,13 +99,28 @@ def api_for_request(method: str, path: str, provider: str | None, headers_lower:
     if p.endswith("/embeddings"):
         return "openai.embeddings"
     if p.endswith("/messages") and (
-        provider == "anthropic"
+        provider in ("anthropic", "aws.bedrock", None)
         or "anthropic-version" in headers_lower
         or "x-api-key" in headers_lower
-        or provider is None
     ):
         return "anthropic.messages"
     return None
+
+
+_MODEL_IN_PATH = (
+    re.compile(r"/models/([^/:]+)(?::|$)"),  # Gemini / Vertex: .../models/gemini-2.0-flash:generateContent
+    re.compile(r"/deployments/([^/]+)/"),  # Azure: /openai/deployments/{deployment}/chat/completions
+    re.compile(r"/model/([^/]+)/"),  # Bedrock: /model/{modelId}/converse-stream
+)
+
+
+def model_from_path(path: str) -> str:
+    p = unquote(path.split("?", 1)[0])
+    for rx in _MODEL_IN_PATH:
+        m = rx.search(p)
+        if m:
+            return m.group(1)
+    return ""
 
 
 def adapter_for(api: str) -> Adapter:
@@ -100,10 +128,57 @@ def adapter_for(api: str) -> Adapter:
 
 
 def provider_for_call(host: str, api: str) -> str:
-    """Provider from the public host; self-hosted endpoints fall back on the API family."""
+    """Provider from the public host; self-hosted endpoints (``--intercept``) from the API they speak."""
     known = provider_for_host(host)
     if known:
         return known
+    if api.startswith("ollama."):
+        return "ollama"
     if api.startswith("anthropic."):
         return "anthropic"
+    if api.startswith("gemini."):
+        return "gcp.gemini"
+    if api.startswith("bedrock."):
+        return "aws.bedrock"
     return "openai_compatible"
+
+
+# Base-URL mode: a client that cannot trust a CA points its SDK at http://<sidecar>/<prefix>/...
+# and llmtap forwards over TLS to the provider. Only these upstreams (and --intercept hosts via
+# /upstream/<host>/...) are reachable this way: the sidecar is not an open relay.
+BASE_URL_PREFIXES: dict[str, str] = {
+    "openai": "api.openai.com",
+    "anthropic": "api.anthropic.com",
+    "gemini": "generativelanguage.googleapis.com",
+    "vertex": "aiplatform.googleapis.com",
+    "openrouter": "openrouter.ai",
+    "groq": "api.groq.com",
+    "deepseek": "api.deepseek.com",
+    "mistral": "api.mistral.ai",
+    "xai": "api.x.ai",
+}
+
+
+def base_url_target(path: str, intercept: list[str]) -> tuple[str, int, str] | None:
+    """``/openai/v1/chat/completions`` → ("api.openai.com", 443, "/v1/chat/completions"); None if not a route."""
+    parts = path.split("/", 3)  # "", prefix, rest...
+    if len(parts) < 3:
+        return None
+    prefix = parts[1].lower()
+    rest = "/" + "/".join(parts[2:])
+    if prefix in BASE_URL_PREFIXES:
+        return BASE_URL_PREFIXES[prefix], 443, rest
+    if prefix == "azure" and len(parts) == 4:  # /azure/{resource}/openai/deployments/...
+        resource, _, tail = parts[2], "", parts[3]
+        if re.fullmatch(r"[a-z0-9-]+", resource.lower()):
+            return f"{resource.lower()}.openai.azure.com", 443, "/" + tail
+    if prefix == "upstream" and len(parts) == 4:  # /upstream/{host[:port]}/... for --intercept hosts only
+        try:
+            host, port = parse_host_port(parts[2])
+        except ValueError:
+            return None
+        for spec in intercept:
+            ihost, iport = parse_host_port(spec)
+            if ihost == host and (iport is None or iport == (port or 443)):
+                return host, port or 443, "/" + parts[3]
+    return None

@@ -137,7 +137,7 @@ def run(cfg: RunConfig) -> int:
     preload(estimator)
     pipeline = Pipeline(metrics, estimator, sinks, pricer=pricer, capture_content=cfg.capture_content)
     addon = LlmTapAddon(
-        AddonConfig(service=cfg.service, intercept=cfg.intercept),
+        AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
         pipeline,
         Fingerprinter.from_data_dir(cfg.data_dir),
     )

@@ -4,6 +4,10 @@ Pure and allocation-light: bytes in, events out. Lines are decoded as UTF-8 only
 once complete, so a multi-byte character split across chunks is handled for free.
 Memory is bounded: a line or an event larger than ``max_event_bytes`` is dropped
 (counted in ``oversized``) instead of being buffered without limit.
+
+One deliberate deviation from WHATWG: a line that starts with ``{`` (no field name) is
+dispatched at once as a ``message`` event, as the Gemini SDK does — Google sends errors as
+bare JSON lines inside an SSE stream.
 """
 
 from __future__ import annotations
@@ -110,6 +114,9 @@ class SSEDecoder:
             return
         if raw[0] == 0x3A:  # ':' comment / keep-alive
             self.comments += 1
+            return
+        if raw[0] == 0x7B:  # '{': a bare JSON line (Gemini errors)
+            out.append(SSEEvent("message", raw.decode("utf-8", "replace")))
             return
         line = raw.decode("utf-8", "replace")
         name, sep, value = line.partition(":")

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, Observation, RequestInfo, Usage
+from .bedrock import BedrockConverse, BedrockInvoke
+from .gemini import GeminiGenerateContent
+from .ollama import OllamaChat, OllamaGenerate
 from .openai_chat import OpenAIChat
 from .openai_completions import OpenAICompletions
 from .openai_embeddings import OpenAIEmbeddings
 from .openai_responses import OpenAIResponses
 
 ADAPTERS: dict[str, type[Adapter]] = {
-    a.api: a for a in (OpenAIChat, OpenAICompletions, OpenAIEmbeddings, OpenAIResponses, AnthropicMessages)
+    a.api: a
+    for a in (
+        OpenAIChat,
+        OpenAICompletions,
+        OpenAIEmbeddings,
+        OpenAIResponses,
+        AnthropicMessages,
+        GeminiGenerateContent,
+        BedrockConverse,
+        BedrockInvoke,
+        OllamaChat,
+        OllamaGenerate,
+    )
 }
 
 __all__ = [

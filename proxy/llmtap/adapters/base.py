@@ -164,11 +164,17 @@ def error_from_body(obj: Any) -> ErrorInfo | None:
         return None
     err = obj.get("error")
     if isinstance(err, dict):
-        return ErrorInfo(
-            code=as_str(err.get("code")),
-            type=as_str(err.get("type") or err.get("status")),
-            message=as_str(err.get("message"))[:1000],
-        )
+        kind = as_str(err.get("type") or err.get("status"))
+        # Google: per-minute quotas are rate limits, per-day ones an exhausted quota. The hint only
+        # steers classification (``type``); ``code`` stays the provider's, verbatim.
+        for detail in err.get("details") or []:
+            for v in (detail.get("violations") or []) if isinstance(detail, dict) else []:
+                quota = as_str(v.get("quotaId") if isinstance(v, dict) else "")
+                if "PerDay" in quota:
+                    kind = "quota_per_day"
+                elif "PerMinute" in quota or "PerSecond" in quota:
+                    kind = "quota_per_minute"
+        return ErrorInfo(code=as_str(err.get("code")), type=kind, message=as_str(err.get("message"))[:1000])
     if isinstance(err, str) and err:
         return ErrorInfo(message=err[:1000])
     if obj.get("object") == "error" or (obj.get("type") == "error" and "message" in obj):
@@ -207,6 +213,12 @@ class Adapter:
 
     def on_json(self, obj: Any, t: float) -> None:
         """The complete (non-stream) JSON body of a 2xx response."""
+
+    def on_object(self, obj: Any, t: float) -> None:
+        """One JSON value of an NDJSON stream or a streamed JSON array."""
+
+    def on_frame(self, msg: Any, t: float) -> None:
+        """One AWS event-stream message (:class:`llmtap.framing.EventStreamMessage`)."""
 
     # -- helpers -------------------------------------------------------------------
     def content(self, t: float) -> None:

@@ -44,8 +44,14 @@ class OpenAIChat(Adapter):
         if rid and isinstance(rid, str) and not self.obs.response_id:
             self.obs.response_id = rid
         usage = obj.get("usage")
+        groq = d(obj, "x_groq")
+        if not isinstance(usage, dict) and isinstance(groq.get("usage"), dict):
+            usage = groq["usage"]  # Groq reports usage under x_groq on the final chunk
         if isinstance(usage, dict):
             self.obs.usage = parse_chat_usage(usage)
+            total_time = usage.get("total_time")
+            if isinstance(total_time, (int, float)):
+                self.obs.extra["provider_processing_ms"] = total_time * 1000.0
             cost = usage.get("cost")
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 self.obs.provider_cost_usd = float(cost)
@@ -85,6 +91,8 @@ class OpenAIChat(Adapter):
         if not isinstance(obj, dict):
             return
         err = error_from_body(obj)
+        if err is None and isinstance(d(obj, "x_groq").get("error"), str):
+            err = ErrorInfo(message=obj["x_groq"]["error"][:1000])
         if err is not None:
             self._meta(obj)
             self.mid_stream_error(err)

@@ -1,0 +1,109 @@
+"""Gemini API and Vertex AI ``generateContent`` / ``streamGenerateContent`` (SSE with alt=sse, or a JSON array)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sse import SSEEvent
+from .base import Adapter, ErrorInfo, Usage, as_int, as_str, d, error_from_body
+
+# Gemini finishReason → the contract's finish_reason
+FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "LANGUAGE": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+    "OTHER": "",
+    "NO_IMAGE": "",
+    "IMAGE_OTHER": "",
+}
+
+
+def parse_gemini_usage(u: dict[str, Any]) -> Usage:
+    thoughts = as_int(u.get("thoughtsTokenCount"))
+    return Usage(
+        input=as_int(u.get("promptTokenCount")) + as_int(u.get("toolUsePromptTokenCount")),
+        output=as_int(u.get("candidatesTokenCount")) + thoughts,
+        cache_read=as_int(u.get("cachedContentTokenCount")),
+        reasoning=thoughts,
+    )
+
+
+class GeminiGenerateContent(Adapter):
+    api = "gemini.generate_content"
+    operation = "generate_content"
+
+    def on_request(self, body: Any) -> None:
+        super().on_request(body)
+        cfg = d(body, "generationConfig")
+        if isinstance(cfg.get("maxOutputTokens"), int):
+            self.req.max_output_tokens = cfg["maxOutputTokens"]
+
+    def on_event(self, ev: SSEEvent, t: float) -> None:
+        obj = self.parse(ev.data)
+        if obj is not None:
+            self.on_object(obj, t)
+
+    def on_object(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        err = error_from_body(obj)
+        if err is not None:
+            self.mid_stream_error(err)
+            return
+        if isinstance(obj.get("modelVersion"), str) and obj["modelVersion"]:
+            self.obs.response_model = obj["modelVersion"]
+        if isinstance(obj.get("responseId"), str) and obj["responseId"] and not self.obs.response_id:
+            self.obs.response_id = obj["responseId"]
+        usage = obj.get("usageMetadata")
+        if isinstance(usage, dict):
+            self.obs.usage = parse_gemini_usage(usage)  # cumulative: the last one wins
+        block = as_str(d(obj, "promptFeedback").get("blockReason"))
+        if block:
+            self.obs.finish_raw, self.obs.finish = block, "content_filter"
+            self.obs.terminal = True
+        content = False
+        for cand in obj.get("candidates") or []:
+            if not isinstance(cand, dict):
+                continue
+            for i, part in enumerate(d(cand, "content").get("parts") or []):
+                if not isinstance(part, dict):
+                    continue
+                if isinstance(part.get("text"), str) and part["text"]:
+                    self.obs.text(part["text"])
+                    content = True
+                if isinstance(part.get("functionCall"), dict):
+                    self.obs.tool_call_keys.add((cand.get("index", 0), len(self.obs.tool_call_keys), i))
+                    content = True
+            fr = as_str(cand.get("finishReason"))
+            if fr:
+                self.obs.finish_raw = fr
+                self.obs.finish = FINISH.get(fr, "")
+                if self.obs.tool_call_keys and self.obs.finish == "stop":
+                    self.obs.finish = "tool_calls"
+                self.obs.terminal = True
+        if content:
+            self.content(t)
+
+    def on_json(self, obj: Any, t: float) -> None:
+        if isinstance(obj, list):  # a whole streamed array read as one body
+            for item in obj:
+                self.on_object(item, t)
+            return
+        if isinstance(obj, dict) and error_from_body(obj) is not None:
+            err = error_from_body(obj) or ErrorInfo()
+            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+            return
+        self.on_object(obj, t)
+        self.obs.clock.first = self.obs.clock.last = None  # a non-stream body has no token timing
+        self.obs.clock.count = 0

@@ -1,0 +1,65 @@
+"""Ollama's native ``/api/chat`` and ``/api/generate`` (NDJSON streams, nanosecond durations)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d
+
+DONE = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
+
+
+class OllamaChat(Adapter):
+    api = "ollama.chat"
+    operation = "chat"
+
+    def on_request(self, body: Any) -> None:
+        super().on_request(body)
+        if isinstance(body, dict):
+            self.req.stream = body.get("stream", True) is not False  # Ollama streams unless told not to
+            self.req.max_output_tokens = as_opt_int(d(body, "options").get("num_predict"))
+
+    def _text(self, obj: dict[str, Any]) -> str:
+        msg = d(obj, "message")
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list):
+            for i, _ in enumerate(calls):
+                self.obs.tool_call_keys.add(i)
+        return as_str(msg.get("content")) or as_str(msg.get("thinking"))
+
+    def on_object(self, obj: Any, t: float) -> None:
+        if not isinstance(obj, dict):
+            return
+        if obj.get("error"):
+            self.mid_stream_error(ErrorInfo(message=as_str(obj.get("error"))[:1000]))
+            return
+        if isinstance(obj.get("model"), str):
+            self.obs.response_model = obj["model"]
+        text = self._text(obj)
+        if text or (obj.get("done") is False and d(obj, "message").get("tool_calls")):
+            self.obs.text(text)
+            self.content(t)
+        if obj.get("done") is True:
+            self.obs.terminal = True
+            reason = as_str(obj.get("done_reason")) or "stop"
+            self.obs.finish_raw, self.obs.finish = reason, DONE.get(reason, "")
+            if self.obs.tool_call_keys and self.obs.finish == "stop":
+                self.obs.finish = "tool_calls"
+            if "prompt_eval_count" in obj or "eval_count" in obj:
+                self.obs.usage = Usage(input=as_int(obj.get("prompt_eval_count")), output=as_int(obj.get("eval_count")))
+            total = obj.get("total_duration")
+            if isinstance(total, (int, float)):
+                self.obs.extra["provider_processing_ms"] = total / 1e6
+
+    def on_json(self, obj: Any, t: float) -> None:
+        self.on_object(obj, t)
+        self.obs.clock.first = self.obs.clock.last = None
+        self.obs.clock.count = 0
+
+
+class OllamaGenerate(OllamaChat):
+    api = "ollama.generate"
+    operation = "text_completion"
+
+    def _text(self, obj: dict[str, Any]) -> str:
+        return as_str(obj.get("response")) or as_str(obj.get("thinking"))
