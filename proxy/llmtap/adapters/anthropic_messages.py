@@ -100,9 +100,7 @@ class AnthropicMessages(Adapter):
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
-        err = error_from_body(obj)
-        if err is not None:
-            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+        if self.error_in_body(obj):
             return
         self.obs.terminal = True
         self._message(obj)

@@ -235,6 +235,14 @@ class Adapter:
         self.obs.error = err
         self.obs.terminal = True
 
+    def error_in_body(self, obj: Any) -> bool:
+        """Record the error object of a 2xx body (an event or a whole body), if it has one."""
+        err = error_from_body(obj)
+        if err is None:
+            return False
+        self.mid_stream_error(err)
+        return True
+
     @staticmethod
     def parse(data: str) -> Any:
         try:

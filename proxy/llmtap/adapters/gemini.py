@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sse import SSEEvent
-from .base import Adapter, ErrorInfo, Usage, as_int, as_str, d, error_from_body
+from .base import Adapter, Usage, as_int, as_str, d
 
 # Gemini finishReason → the contract's finish_reason
 FINISH = {
@@ -57,9 +57,7 @@ class GeminiGenerateContent(Adapter):
     def on_object(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
-        err = error_from_body(obj)
-        if err is not None:
-            self.mid_stream_error(err)
+        if self.error_in_body(obj):
             return
         if isinstance(obj.get("modelVersion"), str) and obj["modelVersion"]:
             self.obs.response_model = obj["modelVersion"]
@@ -100,9 +98,7 @@ class GeminiGenerateContent(Adapter):
             for item in obj:
                 self.on_object(item, t)
             return
-        if isinstance(obj, dict) and error_from_body(obj) is not None:
-            err = error_from_body(obj) or ErrorInfo()
-            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+        if self.error_in_body(obj):
             return
         self.on_object(obj, t)
         self.obs.clock.first = self.obs.clock.last = None  # a non-stream body has no token timing

@@ -120,9 +120,7 @@ class OpenAIChat(Adapter):
         if not isinstance(obj, dict):
             return
         self._meta(obj)
-        err = error_from_body(obj)
-        if err is not None:
-            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+        if self.error_in_body(obj):
             return
         self.obs.terminal = True
         choices = obj.get("choices")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Adapter, ErrorInfo, Usage, as_int, as_str, error_from_body
+from .base import Adapter, Usage, as_int, as_str
 
 
 class OpenAIEmbeddings(Adapter):
@@ -14,9 +14,7 @@ class OpenAIEmbeddings(Adapter):
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
-        err = error_from_body(obj)
-        if err is not None:
-            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+        if self.error_in_body(obj):
             return
         self.obs.terminal = True
         self.obs.response_model = as_str(obj.get("model"))

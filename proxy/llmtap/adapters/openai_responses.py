@@ -124,9 +124,7 @@ class OpenAIResponses(Adapter):
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
-        err = error_from_body(obj)
-        if err is not None and obj.get("status") != "failed":
-            self.obs.error = ErrorInfo(err.code, err.type, err.message, in_body_after_2xx=True)
+        if obj.get("status") != "failed" and self.error_in_body(obj):
             return
         for item in obj.get("output") or []:
             if isinstance(item, dict):
