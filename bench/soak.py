@@ -38,10 +38,11 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--rate", type=float, default=20, help="calls per second")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "soak.json"))
+    ap.add_argument("--store", default="", help="store URL for the sidecar (default: the embedded chDB store)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-soak-"))
     mock = start_mock(tmp / "mock")
-    sc = start_sidecar(tmp / "data", mock)
+    sc = start_sidecar(tmp / "data", mock, *(["--store", args.store] if args.store else []))
     client = openai.OpenAI(
         api_key="sk-soak",
         max_retries=0,

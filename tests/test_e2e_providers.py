@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
-from rawclient import request
+from llmtap.rawclient import request
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -311,3 +311,41 @@ def test_base_url_mode_refuses_unknown_routes(sidecar: Sidecar) -> None:
     resp = conn.getresponse()
     assert resp.status == 404 and b"no such base-URL route" in resp.read()
     conn.close()
+
+
+def test_azure_filter_chunks_are_neither_usage_nor_content(sidecar: Sidecar) -> None:
+    row = via(
+        sidecar,
+        "myres.openai.azure.com",
+        "/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-10-21",
+        {"stream": True, "messages": []},
+        "azure_filtered",
+        **{"api-key": "azkey"},
+    )
+    assert row["content_events"] == 3  # the prompt-filter chunk, the role chunk and the annotations are not content
+    assert (row["finish_reason"], row["finish_reason_raw"]) == ("content_filter", "content_filter")
+    assert (row["response_id"], row["response_model"]) == ("chatcmpl-mock123", "gpt-4o-mini")  # not the blank ""
+    assert row["usage_source"] == "estimated" and row["outcome"] == "ok"
+    assert (row["request_id"], row["ratelimit_remaining_requests"]) == ("apim-1", 99)
+
+
+def test_deepseek_cache_hit_tokens(sidecar: Sidecar) -> None:
+    row = via(
+        sidecar,
+        "api.deepseek.com",
+        "/chat/completions",
+        {"model": "deepseek-chat", "stream": True, "stream_options": {"include_usage": True}, "messages": []},
+        "deepseek",
+    )
+    assert (row["provider"], row["input_tokens"], row["cache_read_tokens"], row["output_tokens"]) == (
+        "deepseek",
+        14,
+        10,
+        8,
+    )
+
+
+def test_unknown_api_is_still_recorded(sidecar: Sidecar) -> None:
+    row = via(sidecar, "api.openai.com", "/v1/moderations", {"input": "x"})
+    assert (row["api"], row["provider"], row["status_code"], row["outcome"]) == ("", "openai", 404, "error")
+    assert row["response_bytes"] > 0 and row["duration_ms"] > 0 and row["ttfb_ms"] is not None

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from helpers import Mock, Sidecar, session_id
-from rawclient import request, tls_socket
+from llmtap.rawclient import request, tls_socket
 
 pytestmark = pytest.mark.timeout(120)
 

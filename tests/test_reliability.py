@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 from llmtap.mock import GARBAGE
-from rawclient import ProxyRefused, request, tls_socket
+from llmtap.rawclient import ProxyRefused, request, tls_socket
 
 pytestmark = pytest.mark.timeout(240)
 CHAT = "/v1/chat/completions"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from mitmproxy import http
 
 from . import faults
+from .adapters import GENERIC_API
 from .attribution import ATTRIBUTION_HEADERS, Fingerprinter, read_attribution
 from .capture import Capture, End, RequestFacts
 from .pipeline import Pipeline
@@ -102,7 +103,9 @@ class LlmTapAddon:
         names = {k for k, _ in headers}
         api = api_for_request(req.method, req.path, provider_for_host(req.host), names)
         if api is None:
-            return
+            if req.method != "POST":
+                return  # GET /v1/models and the like: not calls
+            api = GENERIC_API  # an API llmtap has no adapter for: still recorded from the transport
         try:
             body = req.get_content(strict=False) or b""
         except Exception:

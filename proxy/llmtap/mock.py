@@ -243,8 +243,17 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
     model = body.get("model", "gpt-4o-mini")
     resp_model = "gpt-4o-2024-08-06" if model == "gpt-4o" else model
     include_usage = (body.get("stream_options") or {}).get("include_usage") is True
-    n = 8
+    n = int(body.get("_mock_events", 8))
     usage = _chat_usage(31, n)
+    if scenario == "deepseek":
+        usage = {
+            "prompt_tokens": 14,
+            "completion_tokens": 8,
+            "total_tokens": 22,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_cache_hit_tokens": 10,
+            "prompt_cache_miss_tokens": 4,
+        }
     if scenario == "cached_reasoning":
         usage = _chat_usage(2048, 96, cached=1024, reasoning=64)
     if scenario == "rate_limit_429":
@@ -379,6 +388,39 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events)
     if scenario == "disconnect":
         return Reply(200, SSE_HEADERS + OPENAI_HEADERS, events[:4], abort=True)
+    if scenario == "azure_filtered":  # Azure: prompt filter results first, a filtered finish, annotations after
+        filt = {"hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": True, "severity": "high"}}
+        blank = {"choices": [], "created": 0, "id": "", "model": "", "object": ""}
+        return Reply(
+            200,
+            [*SSE_HEADERS, ("apim-request-id", "apim-1"), ("x-ratelimit-remaining-requests", "99")],
+            [
+                sse({**blank, "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filt}]}),
+                *events[:4],
+                sse(
+                    {
+                        **base,
+                        "choices": [
+                            {"index": 0, "delta": {}, "finish_reason": "content_filter", "content_filter_results": filt}
+                        ],
+                    }
+                ),
+                sse(
+                    {
+                        **blank,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": None,
+                                "content_filter_results": filt,
+                                "content_filter_offsets": {"check_offset": 0, "start_offset": 0, "end_offset": 20},
+                            }
+                        ],
+                    }
+                ),
+                sse("[DONE]"),
+            ],
+        )
     if scenario == "groq":  # usage under x_groq on the final chunk, with Groq's timings
         events.append(
             sse(
@@ -905,9 +947,13 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         return reply
     for suffix, fn in ROUTES:
         if p.endswith(suffix):
+            if "x-mock-events" in headers:  # benchmarks: stream length
+                body = {**body, "_mock_events": max(1, min(int(headers["x-mock-events"]), 10_000))}
             reply = fn(body, scenario or "default")
             if "x-mock-delay-ms" in headers:
                 reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
+            if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
+                reply.stamp = True
             return reply
     return json_reply(404, {"error": {"message": f"no mock route for {path}", "type": "not_found_error"}})
 

@@ -6,6 +6,7 @@ from .anthropic_messages import AnthropicMessages
 from .base import Adapter, Observation, RequestInfo, Usage
 from .bedrock import BedrockConverse, BedrockInvoke
 from .gemini import GeminiGenerateContent
+from .generic import GENERIC_API, GenericJSON
 from .ollama import OllamaChat, OllamaGenerate
 from .openai_chat import OpenAIChat
 from .openai_completions import OpenAICompletions
@@ -25,12 +26,15 @@ ADAPTERS: dict[str, type[Adapter]] = {
         BedrockInvoke,
         OllamaChat,
         OllamaGenerate,
+        GenericJSON,
     )
 }
 
 __all__ = [
     "ADAPTERS",
+    "GENERIC_API",
     "Adapter",
+    "GenericJSON",
     "AnthropicMessages",
     "Observation",
     "OpenAIChat",

@@ -1,4 +1,4 @@
-"""A raw HTTP/1.1 client over CONNECT + TLS: sees exactly the bytes on the wire (no decoding)."""
+"""A raw HTTP/1.1 client over CONNECT + TLS that sees exactly the bytes on the wire (tests, benchmarks)."""
 
 from __future__ import annotations
 

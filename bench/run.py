@@ -1,0 +1,494 @@
+"""llmtap benchmark: side by side against direct, bare mitmproxy and (when installed) the LiteLLM proxy.
+
+    .venv/bin/python bench/run.py                      # full run, writes docs/benchmarks.md
+    .venv/bin/python bench/run.py --quick --out /tmp/b.md   # seconds: the CI smoke run
+
+Paths, all on 127.0.0.1 against the same local TLS origin (llmtap's mock provider, OpenAI SSE):
+  (a) direct; (b) bare mitmproxy (an addon that only sets ``stream``); (c) llmtap, embedded store;
+  (d) llmtap with an OTLP exporter and a ClickHouse-HTTP store; (e) LiteLLM proxy (``--litellm BIN``).
+Latency rounds alternate between paths so machine drift cancels out; results are ratios and
+differences within one run. Client, origin and proxies share the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from llmtap import synthetic
+from llmtap.harness import Mock, free_port, start_mock, start_sidecar, stop
+from llmtap.rawclient import request
+from llmtap.timing import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+BODY = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}, "messages": []}
+HOST = "api.openai.com"
+CHAT = "/v1/chat/completions"
+
+
+class Path_:
+    def __init__(
+        self, name: str, proxy: tuple[str, int] | None, cafile: Path, pid: int | None, plain_port: int | None = None
+    ) -> None:
+        self.name, self.proxy, self.cafile, self.pid, self.plain_port = name, proxy, cafile, pid, plain_port
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def stream(p: Path_, mock: Mock, events: int, delay_ms: int, stamp: bool) -> tuple[float, list[float]]:
+    """(time to first content event, one-way delays of stamped events), both in ms."""
+    headers = {"x-mock-events": str(events), "x-mock-delay-ms": str(delay_ms)}
+    if stamp:
+        headers["x-mock-stamp"] = "1"
+    t0 = time.time()
+    if p.plain_port is not None:  # LiteLLM: a base-URL gateway over plain HTTP
+        return _plain_stream(p.plain_port, headers, t0), []
+    if p.proxy is None:
+        r = request(HOST, mock.port, CHAT, BODY, headers, p.cafile, connect_host="127.0.0.1")
+    else:
+        r = request(HOST, 443, CHAT, BODY, headers, p.cafile, proxy=p.proxy)
+    first = next((t for t, data in r.chunks if b'"content":"' in data and b'"content":""' not in data), r.chunks[-1][0])
+    delays = [(t - float(m.group(1))) * 1000 for t, data in r.chunks for m in re.finditer(rb"sent_at=(\d+\.\d+)", data)]
+    return (first - t0) * 1000, delays
+
+
+def _plain_stream(port: int, headers: dict[str, str], t0: float) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request(
+        "POST", CHAT, json.dumps(BODY), {"Content-Type": "application/json", "Authorization": "Bearer sk-x", **headers}
+    )
+    resp = conn.getresponse()
+    first = None
+    while chunk := resp.read1(65536):
+        if first is None and b'"content":"' in chunk and b'"content":""' not in chunk:
+            first = time.time()
+    conn.close()
+    return ((first or time.time()) - t0) * 1000
+
+
+class OtlpSink(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+
+def start_paths(tmp: Path, mock: Mock, litellm: str) -> tuple[list[Path_], list[Any]]:
+    procs: list[Any] = []
+    paths = [Path_("direct", None, mock.ca, None)]
+    bare_port = free_port()
+    bare_dir = tmp / "bare"
+    # Both proxies verify the origin against the same bundle (public roots + the origin's CA), as llmtap
+    # does with --upstream-ca; each client trusts only its proxy's CA.
+    from llmtap.ca import upstream_bundle
+
+    (tmp / "shared").mkdir()
+    trust = upstream_bundle(tmp / "shared", mock.ca)
+    env = {**os.environ, "BENCH_CONNECT_TO": f"{HOST}:443:127.0.0.1:{mock.port}"}
+    bare = subprocess.Popen(
+        [
+            shutil.which("mitmdump") or str(Path(sys.executable).with_name("mitmdump")),
+            "-q",
+            "--listen-host",
+            "127.0.0.1",
+            "-p",
+            str(bare_port),
+            "-s",
+            str(ROOT / "bench/bare_addon.py"),
+            "--set",
+            f"confdir={bare_dir}",
+            "--set",
+            f"ssl_verify_upstream_trusted_ca={trust}",
+            "--set",
+            "connection_strategy=lazy",
+            "--allow-hosts",
+            r"^api\.openai\.com:443$",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    procs.append(bare)
+    for _ in range(100):
+        if (bare_dir / "mitmproxy-ca-cert.pem").exists():
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)
+    paths.append(Path_("bare mitmproxy", ("127.0.0.1", bare_port), bare_dir / "mitmproxy-ca-cert.pem", bare.pid))
+    sc = start_sidecar(tmp / "llmtap", mock)
+    procs.append(sc.proc)
+    paths.append(
+        Path_(
+            "llmtap (embedded store)", ("127.0.0.1", sc.listen), sc.data_dir / "ca/mitmproxy-ca-cert.pem", sc.proc.pid
+        )
+    )
+    ch_port = free_port()
+    ch = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/chhttp.py"), "--path", str(tmp / "ch"), "--port", str(ch_port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    procs.append(ch)
+    assert ch.stdout is not None and ch.stdout.readline()
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), OtlpSink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    procs.append(sink)
+    sc2 = start_sidecar(
+        tmp / "llmtap2",
+        mock,
+        "--store",
+        f"clickhouse://default:@127.0.0.1:{ch_port}/llmtap",
+        "--otlp-endpoint",
+        f"http://127.0.0.1:{sink.server_address[1]}",
+    )
+    procs.append(sc2.proc)
+    paths.append(
+        Path_(
+            "llmtap (OTLP + ClickHouse-HTTP)",
+            ("127.0.0.1", sc2.listen),
+            sc2.data_dir / "ca/mitmproxy-ca-cert.pem",
+            sc2.proc.pid,
+        )
+    )
+    if litellm:
+        port = free_port()
+        cfg = tmp / "litellm.yaml"
+        cfg.write_text(f"""model_list:
+  - model_name: gpt-4o
+    litellm_params: {{model: openai/gpt-4o, api_base: "https://localhost:{mock.port}/v1", api_key: sk-x}}
+litellm_settings: {{drop_params: true, telemetry: false}}
+""")
+        lenv = {
+            **os.environ,
+            "SSL_CERT_FILE": str(mock.ca),
+            "REQUESTS_CA_BUNDLE": str(mock.ca),
+            "LITELLM_LOG": "ERROR",
+            "NO_DOCKER": "1",
+        }
+        ll = subprocess.Popen(
+            [litellm, "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
+            env=lenv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(ll)
+        for _ in range(600):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                c.request("GET", "/health/liveliness")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.25)
+        paths.append(Path_("LiteLLM proxy", None, mock.ca, ll.pid, plain_port=port))
+    return paths, procs
+
+
+def latency(paths: list[Path_], mock: Mock, rounds: int) -> dict[str, dict[str, float]]:
+    ttfe: dict[str, list[float]] = {p.name: [] for p in paths}
+    delays: dict[str, list[float]] = {p.name: [] for p in paths}
+    for p in paths:  # warm-up: connections, certificates
+        stream(p, mock, 3, 1, False)
+    for r in range(rounds):
+        order = paths if r % 2 == 0 else list(reversed(paths))
+        for p in order:
+            t, d = stream(p, mock, 20, 20, True)
+            ttfe[p.name].append(t)
+            delays[p.name].extend(d)
+    out = {}
+    for p in paths:
+        tt, dd = sorted(ttfe[p.name]), sorted(delays[p.name])
+        out[p.name] = {
+            "ttfe_p50": percentile(tt, 0.5),
+            "ttfe_p99": percentile(tt, 0.99),
+            "delay_p50": percentile(dd, 0.5) if dd else float("nan"),
+            "delay_p99": percentile(dd, 0.99) if dd else float("nan"),
+        }
+    return out
+
+
+def throughput(p: Path_, mock: Mock, conc: int, n: int) -> tuple[float, float | None]:
+    cpu0 = cpu_seconds(p.pid) if p.pid else None
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(conc) as pool:
+        list(pool.map(lambda _: stream(p, mock, 5, 0, False), range(n)))
+    wall = time.perf_counter() - t0
+    cpu = (cpu_seconds(p.pid) - cpu0) / n * 100 if p.pid and cpu0 is not None else None
+    return n / wall, cpu
+
+
+def peak_rss(p: Path_, mock: Mock, conc: int) -> float:
+    assert p.pid
+    peak = rss_mb(p.pid)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_mb(p.pid or 0))
+            time.sleep(0.05)
+
+    th = threading.Thread(target=sample)
+    th.start()
+    with concurrent.futures.ThreadPoolExecutor(conc) as pool:
+        list(pool.map(lambda _: stream(p, mock, 20, 50, False), range(conc)))
+    done.set()
+    th.join()
+    return peak
+
+
+def ingest(tmp: Path, rows: int) -> dict[str, float]:
+    from llmtap.store.clickhouse import ClickHouseBackend
+    from llmtap.store.embedded import ChdbBackend
+
+    lines = [json.dumps(r).encode() for r in synthetic.rows(rows, 7)]
+    out = {}
+    chdb_backend = ChdbBackend(tmp / "ingest-chdb")
+    t0 = time.perf_counter()
+    for i in range(0, len(lines), 10000):
+        chdb_backend.insert_rows(lines[i : i + 10000], f"bench-{i}")
+    out["chDB (embedded)"] = len(lines) / (time.perf_counter() - t0)
+    port = free_port()
+    ch = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/chhttp.py"), "--path", str(tmp / "ingest-ch"), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert ch.stdout is not None and ch.stdout.readline()
+        b = ClickHouseBackend(f"clickhouse://default:@127.0.0.1:{port}/llmtap")
+        t0 = time.perf_counter()
+        for i in range(0, len(lines), 10000):
+            b.insert_rows(lines[i : i + 10000], f"bench-{i}")
+        out["ClickHouse HTTP (over chDB)"] = len(lines) / (time.perf_counter() - t0)
+        b.close()
+    finally:
+        stop(ch)
+    return out, chdb_backend  # type: ignore[return-value]
+
+
+SYNTH_SQL = """INSERT INTO llm_calls (timestamp, trace_id, span_id, service, provider, api, operation, request_model,
+    response_model, stream, status_code, outcome, error_type, mid_stream_error, finish_reason, input_tokens,
+    output_tokens, cache_read_tokens, usage_source, cost_usd, ttfb_ms, ttft_ms, duration_ms, decode_ms, itl_p50_ms,
+    itl_p95_ms, output_tokens_per_s, user_id, feature, api_key_id, request_hash, retry_after_s)
+SELECT now64(6) - toIntervalMillisecond(rand() % (30 * 86400000)) AS ts, hex(rand64()), hex(rand()),
+    ['checkout-api', 'support-bot', 'search-svc'][rand() % 3 + 1],
+    ['openai', 'anthropic', 'gcp.gemini'][rand() % 3 + 1], 'openai.chat_completions', 'chat',
+    ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-5', 'gemini-2.0-flash', 'o3-mini'][rand() % 5 + 1], '', rand() % 5 > 0,
+    [200, 200, 200, 200, 200, 200, 200, 429, 500, 529][rand() % 10 + 1], if(rand() % 20 = 0, 'error', 'ok'),
+    if(rand() % 20 = 0, ['rate_limited', 'quota_exhausted', 'overloaded', 'server_error'][rand() % 4 + 1], ''),
+    rand() % 100 = 0, ['stop', 'stop', 'stop', 'length', 'tool_calls'][rand() % 5 + 1], rand() % 4000,
+    rand() % 800, rand() % 2000, 'provider', (rand() % 10000) / 1e6, 50 + rand() % 200, 200 + rand() % 3000,
+    500 + rand() % 20000, rand() % 10000, 5 + rand() % 30, 20 + rand() % 60, 20 + rand() % 100,
+    concat('user-', toString(rand() % 500)), ['search', 'summarize', 'chat', 'extract', 'classify'][rand() % 5 + 1],
+    hex(rand() % 8), hex(rand() % 100000), if(rand() % 50 = 0, 1.5, NULL)
+FROM numbers({n})"""
+
+
+def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
+    from llmtap.dashboards import build
+    from llmtap.macros import ALL, QueryContext, expand
+
+    t0 = time.perf_counter()
+    store.query("TRUNCATE TABLE llm_calls", "CSV")
+    for _ in range(max(rows // 1_000_000, 1)):
+        store.query(SYNTH_SQL.format(n=min(rows, 1_000_000)), "CSV")
+    print(f"  generated {rows:,} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    now = time.time()
+    ctx = QueryContext(now - 30 * 86400, now, 6 * 3600, {v: [ALL] for v in ("service", "provider", "model", "feature")})
+    out = []
+    for board in build().values():
+        if board["uid"] == "llmtap-trace":
+            continue
+        for panel in board["panels"]:
+            sql = expand(panel["targets"][0]["rawSql"], ctx)
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                store.query(sql, "Null")
+                best = min(best, time.perf_counter() - t)
+            out.append((board["title"], panel["title"], best * 1000))
+    return out
+
+
+def profile(p: Path_, mock: Mock, out: Path) -> list[tuple[str, float]]:
+    """py-spy samples of llmtap (all threads) during 32-way throughput: the share of samples per function."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    rec = subprocess.Popen(
+        [spy, "record", "-p", str(p.pid), "-r", "250", "-d", "25", "--format", "raw", "-o", str(out), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1)
+    deadline = time.time() + 22
+    while time.time() < deadline:
+        throughput(p, mock, 32, 64)
+    rec.wait(60)
+    inclusive: dict[str, float] = {}
+    total = 0.0
+    for line in out.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = float(count)
+        frames = stack.split(";")
+        if any("epoll_wait" in f or "select (selectors" in f or "wait (threading" in f for f in frames[-2:]):
+            continue  # idle threads
+        total += n
+        for name in {re.sub(r" \(.*?:\d+\)$", "", f).strip() + " (" + _module(f) + ")" for f in frames}:
+            inclusive[name] = inclusive.get(name, 0.0) + n
+    top = sorted(inclusive.items(), key=lambda kv: -kv[1])
+    return [(k, 100 * v / total) for k, v in top if v / total > 0.03][:30]
+
+
+def _module(frame: str) -> str:
+    m = re.search(r"\((.*?):\d+\)", frame)
+    if not m:
+        return "?"
+    path = m.group(1)
+    for marker in ("site-packages/", "llmtap/", "lib/python3.12/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="seconds: small counts, for CI")
+    ap.add_argument("--litellm", default="", help="path of the `litellm` executable (pip install 'litellm[proxy]')")
+    ap.add_argument("--out", default=str(ROOT / "docs/benchmarks.md"))
+    ap.add_argument("--profile", default="", help="py-spy the llmtap process during a throughput run into this file")
+    args = ap.parse_args()
+    q = args.quick
+    tmp = Path(tempfile.mkdtemp(prefix="llmtap-bench-"))
+    mock = start_mock(tmp / "mock")
+    paths, procs = start_paths(tmp, mock, "" if q else args.litellm)
+    results: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    try:
+        print("latency…", file=sys.stderr)
+        results["latency"] = latency(paths, mock, 3 if q else 40)
+        proxies = [p for p in paths if p.plain_port is None]
+        results["throughput"] = {}
+        for conc in (32, 128):
+            for p in proxies:
+                print(f"throughput {conc} {p.name}…", file=sys.stderr)
+                results["throughput"][(p.name, conc)] = throughput(
+                    p, mock, min(conc, 8) if q else conc, 16 if q else conc * 6
+                )
+        results["rss"] = {p.name: peak_rss(p, mock, 20 if q else 200) for p in paths if p.pid and p.plain_port is None}
+        if args.profile:
+            target = next(p for p in paths if p.name.startswith("llmtap (OTLP"))
+            results["profile"] = profile(target, mock, Path(args.profile))
+    finally:
+        for proc in procs:
+            if isinstance(proc, ThreadingHTTPServer):
+                proc.shutdown()
+            else:
+                stop(proc)
+        stop(mock.proc)
+    print("ingest…", file=sys.stderr)
+    ingest_rates, store = ingest(tmp, 20_000 if q else 200_000)
+    results["ingest"] = ingest_rates
+    print("panels…", file=sys.stderr)
+    results["panels"] = panels(store, 100_000 if q else 10_000_000)
+    store.close()
+    report = render(results, paths)
+    Path(args.out).write_text(report)
+    print(report)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def render(r: dict[str, Any], paths: list[Path_]) -> str:
+    lat = r["latency"]
+    direct, bare = lat["direct"], lat["bare mitmproxy"]
+    cpu = Path("/proc/cpuinfo").read_text()
+    model = re.search(r"model name\s*:\s*(.*)", cpu)
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Run {r['date']} on {platform.machine()} ({model.group(1) if model else '?'}), {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; produced by `python bench/run.py` (see its docstring for the method). "
+        "Client, origin and proxies share the cores: compare paths with each other, not with other machines.",
+        "",
+        "## Latency: 20 events, 20 ms apart, over TLS (alternating paths)",
+        "",
+        "| path | first event p50 (ms) | p99 | added vs direct p50 | per-event delay p50 (ms) | p99 "
+        "| added vs direct p50 | added vs bare p50 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in paths:
+        x = lat[p.name]
+        lines.append(
+            f"| {p.name} | {x['ttfe_p50']:.2f} | {x['ttfe_p99']:.2f} | {x['ttfe_p50'] - direct['ttfe_p50']:+.2f} | "
+            f"{x['delay_p50']:.2f} | {x['delay_p99']:.2f} | {x['delay_p50'] - direct['delay_p50']:+.2f} | "
+            f"{x['delay_p50'] - bare['delay_p50']:+.2f} |"
+        )
+    lines += [
+        "",
+        "## Throughput and CPU (5-event streams, no pacing)",
+        "",
+        "| path | concurrency | streams/s | ratio to direct | ratio to bare | proxy CPU s / 100 streams "
+        "| CPU ratio to bare |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    tp = r["throughput"]
+    for (name, conc), (rate, cpu_s) in tp.items():
+        d, b = tp[("direct", conc)][0], tp[("bare mitmproxy", conc)]
+        lines.append(
+            f"| {name} | {conc} | {rate:.1f} | {rate / d:.2f} | {rate / b[0]:.2f} | "
+            f"{'-' if cpu_s is None else f'{cpu_s:.2f}'} | "
+            f"{'-' if cpu_s is None or not b[1] else f'{cpu_s / b[1]:.2f}'} |"
+        )
+    lines += ["", "## Peak RSS with 200 concurrent streams", "", "| path | peak RSS (MB) |", "|---|---|"]
+    lines += [f"| {k} | {v:.0f} |" for k, v in r["rss"].items()]
+    lines += ["", "## Store ingest", "", "| store | rows/s |", "|---|---|"]
+    lines += [f"| {k} | {v:,.0f} |" for k, v in r["ingest"].items()]
+    if r.get("profile"):
+        lines += [
+            "",
+            "## Where llmtap's CPU goes (py-spy, busy samples of all threads, 32-way throughput)",
+            "",
+            "| function (module) | share of busy samples (inclusive) |",
+            "|---|---|",
+        ]
+        lines += [f"| `{name}` | {share:.0f}% |" for name, share in r["profile"]]
+    lines += [
+        "",
+        "## Dashboard panels on synthetic `llm_calls` rows (chDB, 30-day range, best of 3)",
+        "",
+        "| dashboard | panel | ms |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {b} | {p} | {ms:.0f} |" for b, p, ms in r["panels"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

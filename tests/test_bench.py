@@ -1,0 +1,34 @@
+"""The benchmark's smoke run (`bench/run.py --quick`): every path and section runs; no thresholds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.timeout(600)
+def test_benchmark_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "bench.md"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench/run.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = out.read_text()
+    for section in ("## Latency", "## Throughput and CPU", "## Peak RSS", "## Store ingest", "## Dashboard panels"):
+        assert section in report
+    for path in (
+        "| direct |",
+        "| bare mitmproxy |",
+        "| llmtap (embedded store) |",
+        "| llmtap (OTLP + ClickHouse-HTTP) |",
+    ):
+        assert path in report
+    assert report.count("| LLM ") >= 30  # one timing per dashboard panel
