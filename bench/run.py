@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BODY = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}, "messages": []}
 HOST = "api.openai.com"
 CHAT = "/v1/chat/completions"
+LITELLM_KEY = "sk-llmtap-bench-" + "0123456789abcdef" * 2
 
 
 class Path_:
@@ -80,7 +81,10 @@ def stream(p: Path_, mock: Mock, events: int, delay_ms: int, stamp: bool) -> tup
 def _plain_stream(port: int, headers: dict[str, str], t0: float) -> float:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request(
-        "POST", CHAT, json.dumps(BODY), {"Content-Type": "application/json", "Authorization": "Bearer sk-x", **headers}
+        "POST",
+        CHAT,
+        json.dumps(BODY),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {LITELLM_KEY}", **headers},
     )
     resp = conn.getresponse()
     first = None
@@ -192,6 +196,7 @@ litellm_settings: {{drop_params: true, telemetry: false}}
             "REQUESTS_CA_BUNDLE": str(mock.ca),
             "LITELLM_LOG": "ERROR",
             "NO_DOCKER": "1",
+            "LITELLM_MASTER_KEY": LITELLM_KEY,
         }
         ll = subprocess.Popen(
             [litellm, "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
@@ -201,6 +206,8 @@ litellm_settings: {{drop_params: true, telemetry: false}}
         )
         procs.append(ll)
         for _ in range(600):
+            if ll.poll() is not None:
+                raise RuntimeError(f"the LiteLLM proxy exited with {ll.returncode} at start")
             try:
                 c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
                 c.request("GET", "/health/liveliness")
@@ -384,8 +391,13 @@ def main() -> int:
     ap.add_argument("--litellm", default="", help="path of the `litellm` executable (pip install 'litellm[proxy]')")
     ap.add_argument("--out", default=str(ROOT / "docs/benchmarks.md"))
     ap.add_argument("--profile", default="", help="py-spy the llmtap process during a throughput run into this file")
+    ap.add_argument("--results", default=str(ROOT / "bench/results/bench.json"), help="raw results (JSON)")
+    ap.add_argument("--render-only", action="store_true", help="re-render --out from --results without measuring")
     args = ap.parse_args()
     q = args.quick
+    if args.render_only:
+        Path(args.out).write_text(render(json.loads(Path(args.results).read_text())))
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-bench-"))
     mock = start_mock(tmp / "mock")
     paths, procs = start_paths(tmp, mock, "" if q else args.litellm)
@@ -418,14 +430,18 @@ def main() -> int:
     print("panels…", file=sys.stderr)
     results["panels"] = panels(store, 100_000 if q else 10_000_000)
     store.close()
-    report = render(results, paths)
+    results["paths"] = [p.name for p in paths]
+    results["throughput"] = [[name, conc, rate, cpu] for (name, conc), (rate, cpu) in results["throughput"].items()]
+    if not q:
+        Path(args.results).write_text(json.dumps(results, indent=1))
+    report = render(results)
     Path(args.out).write_text(report)
     print(report)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
-def render(r: dict[str, Any], paths: list[Path_]) -> str:
+def render(r: dict[str, Any]) -> str:
     lat = r["latency"]
     direct, bare = lat["direct"], lat["bare mitmproxy"]
     cpu = Path("/proc/cpuinfo").read_text()
@@ -443,10 +459,10 @@ def render(r: dict[str, Any], paths: list[Path_]) -> str:
         "| added vs direct p50 | added vs bare p50 |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for p in paths:
-        x = lat[p.name]
+    for name in r["paths"]:
+        x = lat[name]
         lines.append(
-            f"| {p.name} | {x['ttfe_p50']:.2f} | {x['ttfe_p99']:.2f} | {x['ttfe_p50'] - direct['ttfe_p50']:+.2f} | "
+            f"| {name} | {x['ttfe_p50']:.2f} | {x['ttfe_p99']:.2f} | {x['ttfe_p50'] - direct['ttfe_p50']:+.2f} | "
             f"{x['delay_p50']:.2f} | {x['delay_p99']:.2f} | {x['delay_p50'] - direct['delay_p50']:+.2f} | "
             f"{x['delay_p50'] - bare['delay_p50']:+.2f} |"
         )
@@ -458,7 +474,7 @@ def render(r: dict[str, Any], paths: list[Path_]) -> str:
         "| CPU ratio to bare |",
         "|---|---|---|---|---|---|---|",
     ]
-    tp = r["throughput"]
+    tp = {(name, conc): (rate, cpu) for name, conc, rate, cpu in r["throughput"]}
     for (name, conc), (rate, cpu_s) in tp.items():
         d, b = tp[("direct", conc)][0], tp[("bare mitmproxy", conc)]
         lines.append(
@@ -487,7 +503,83 @@ def render(r: dict[str, Any], paths: list[Path_]) -> str:
         "|---|---|---|",
     ]
     lines += [f"| {b} | {p} | {ms:.0f} |" for b, p, ms in r["panels"]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(budget(r) + lines[1:] + soak_section()) + "\n"
+
+
+def budget(r: dict[str, Any]) -> list[str]:
+    """The performance budget of issue #7, checked against this run."""
+    lat = r["latency"]
+    tp = {(name, conc): (rate, cpu) for name, conc, rate, cpu in r["throughput"]}
+    ours = [n for n in r["paths"] if n.startswith("llmtap")]
+    server = "llmtap (OTLP + ClickHouse-HTTP)"
+    rows = []
+    for n in ours:
+        added = lat[n]["delay_p50"] - lat["bare mitmproxy"]["delay_p50"]
+        rows.append((f"{n}: added p50 per-event delay ≤ bare + 0.2 ms", f"{added:+.2f} ms", added <= 0.2))
+        for conc in (32, 128):
+            ratio = tp[(n, conc)][0] / tp[("bare mitmproxy", conc)][0]
+            rows.append((f"{n}: streams/s ≥ 0.9 x bare at {conc}", f"{ratio:.2f} x", ratio >= 0.9))
+            ours_cpu, bare_cpu = tp[(n, conc)][1], tp[("bare mitmproxy", conc)][1]
+            if ours_cpu and bare_cpu:
+                rows.append(
+                    (
+                        f"{n}: CPU per stream ≤ 1.15 x bare at {conc}",
+                        f"{ours_cpu / bare_cpu:.2f} x",
+                        ours_cpu / bare_cpu <= 1.15,
+                    )
+                )
+    if "LiteLLM proxy" in lat:
+        ll = lat["LiteLLM proxy"]["ttfe_p50"] - lat["direct"]["ttfe_p50"]
+        for n in ours:
+            added = lat[n]["ttfe_p50"] - lat["direct"]["ttfe_p50"]
+            rows.append(
+                (f"{n}: added time to first event p50 below LiteLLM's ({ll:.1f} ms)", f"{added:.1f} ms", added < ll)
+            )
+    if server in r["rss"]:
+        rows.append(
+            ("RSS ≤ 150 MB at 200 streams, server store", f"{r['rss'][server]:.0f} MB", r["rss"][server] <= 150)
+        )
+    for store, rate in r["ingest"].items():
+        rows.append((f"ingest ≥ 50k rows/s: {store}", f"{rate:,.0f}/s", rate >= 50_000))
+    worst = max(r["panels"], key=lambda x: x[2])
+    rows.append(
+        ("every dashboard panel ≤ 500 ms on 10M rows", f"slowest {worst[2]:.0f} ms ({worst[1]})", worst[2] <= 500)
+    )
+    out = ["# Benchmarks", "", "## Budget", "", "| budget line | this run | met |", "|---|---|---|"]
+    out += [f"| {line} | {value} | {'yes' if ok else '**no**'} |" for line, value, ok in rows]
+    out += [
+        "",
+        "Where a line is not met, [performance.md](performance.md) shows where the time goes and what would fix it.",
+    ]
+    return out
+
+
+def soak_section() -> list[str]:
+    out = []
+    for f in sorted((ROOT / "bench/results").glob("soak*.json")):
+        s = json.loads(f.read_text())
+        smp = s["samples"]
+        after2 = [x for x in smp if x["t_s"] >= 120]
+        out += [
+            "",
+            f"## Soak: {s['minutes']:.0f} min at {s['rate_per_s']:.0f} calls/s, store: "
+            f"{s.get('store', 'embedded chDB')} (`bench/soak.py`, {f.name})",
+            "",
+            f"{s['calls']:,} calls ({s['client_outcomes']}); RSS {smp[0]['rss_mb']:.0f} MB at start, "
+            f"{after2[0]['rss_mb']:.0f} MB after 2 min, {smp[-1]['rss_mb']:.0f} MB at the end "
+            f"(min {min(x['rss_mb'] for x in after2):.0f}, max {max(x['rss_mb'] for x in after2):.0f} after 2 min); "
+            f"event-loop tasks {smp[0]['tasks']} at start, {smp[-1]['tasks']} at the end "
+            f"(max {max(x['tasks'] for x in smp)} under load); in-flight calls {smp[-1]['inflight']} at the end; "
+            f"store queue at most {max(x['store_queue'] for x in smp)}.",
+            "",
+            "| t (s) | RSS MB | tasks | in flight | store queue | written |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {x['t_s']} | {x['rss_mb']} | {x['tasks']} | {x['inflight']} | {x['store_queue']} | {x['written']} |"
+            for x in smp[::6]
+        ]
+    return out
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import ssl
-import time
 
 import pytest
 
@@ -132,4 +131,3 @@ def test_ca_key_is_private(sidecar: Sidecar) -> None:
     for name in ("mitmproxy-ca.pem", "mitmproxy-ca.p12"):
         assert (sidecar.data_dir / "ca" / name).stat().st_mode & 0o077 == 0
     assert (sidecar.data_dir / "install-secret").stat().st_mode & 0o077 == 0
-    _ = time

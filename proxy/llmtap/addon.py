@@ -87,7 +87,6 @@ class LlmTapAddon:
             host, port, path = target
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
-            flow.metadata["llmtap_base_url"] = True
         if not self.is_intercepted(req.host, req.port):
             req.stream = True  # not ours: pass through, never buffer
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
-from .adapters.base import Adapter, ErrorInfo, Usage, error_from_body
+from .adapters.base import Adapter, ErrorInfo, Usage, collect_text, error_from_body
 from .decompress import Decoder, UnsupportedEncoding, make_decoder
 from .estimate import TokenEstimator
 from .framing import EventStreamDecoder, JSONArrayDecoder, NDJSONDecoder
@@ -350,7 +350,9 @@ class Capture:
             labels: list[str] = []
             if estimator is not None:
                 if usage is None or usage.input == 0:
-                    est_in, label = estimator.count(req.input_text, model)
+                    parts: list[str] = []  # the prompt's text, gathered only when it must be estimated
+                    collect_text(self.request_json, parts)
+                    est_in, label = estimator.count("\n".join(parts), model)
                     labels.append(label)
                 if self.adapter.operation != "embeddings":
                     est_out, label = estimator.count("".join(obs.output_text), model)

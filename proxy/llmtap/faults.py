@@ -21,8 +21,11 @@ class InjectedFault(RuntimeError):
     pass
 
 
+_ENABLED = frozenset(x.strip() for x in os.environ.get("LLMTAP_FAULT_INJECT", "").split(",") if x.strip())
+
+
 def enabled(name: str) -> bool:
-    return name in {x.strip() for x in os.environ.get("LLMTAP_FAULT_INJECT", "").split(",")}
+    return name in _ENABLED  # read once at start: this is asked on every request
 
 
 def _raise(*_: Any) -> None:
@@ -30,7 +33,7 @@ def _raise(*_: Any) -> None:
 
 
 def maybe_break(adapter: Adapter) -> Adapter:
-    if enabled("adapter"):
+    if _ENABLED and enabled("adapter"):
         setattr(adapter, "on_event", _raise)  # noqa: B010 - replacing a bound method on purpose
         setattr(adapter, "on_json", _raise)  # noqa: B010
     return adapter

@@ -101,7 +101,7 @@ def run(cfg: RunConfig) -> int:
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(cfg.data_dir, 0o700)
     ensure_ca(cfg.data_dir)
-    bundle = client_bundle(cfg.data_dir)
+    client_bundle(cfg.data_dir)  # what `llmtap env` points clients at
     upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
 
     pricer = Pricer(load_price_file(cfg.prices) if cfg.prices else [])
@@ -179,7 +179,6 @@ def run(cfg: RunConfig) -> int:
             backend.close()
     written = writer.written if writer is not None else 0
     print(f"llmtap: stopped ({written} records written to the store)", file=sys.stderr)
-    _ = bundle
     return 0
 
 

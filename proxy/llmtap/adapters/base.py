@@ -97,7 +97,6 @@ class RequestInfo:
     max_output_tokens: int | None = None
     user: str = ""
     wants_stream_usage: bool = True
-    input_text: str = ""  # concatenated prompt text, for estimation only
 
 
 def as_int(v: Any) -> int:
@@ -203,9 +202,6 @@ class Adapter:
         self.req.model = as_str(body.get("model"))
         self.req.stream = body.get("stream") is True
         self.req.user = as_str(body.get("user"))
-        parts: list[str] = []
-        collect_text(body, parts)
-        self.req.input_text = "\n".join(parts)
 
     # -- response ------------------------------------------------------------------
     def on_event(self, ev: SSEEvent, t: float) -> None:
