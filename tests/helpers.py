@@ -33,6 +33,21 @@ __all__ = [
 ]
 
 
+def openai_client(sc: Sidecar, key: str = "sk-test") -> Any:
+    """The official OpenAI SDK pointed at ``sc`` explicitly (proxy + its CA bundle), without env vars."""
+    import ssl
+
+    import openai
+
+    return openai.OpenAI(
+        api_key=key,
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(
+            proxy=sc.proxy_url, verify=ssl.create_default_context(cafile=str(sc.bundle))
+        ),
+    )
+
+
 def session_id() -> str:
     return uuid.uuid4().hex
 

@@ -349,3 +349,23 @@ def test_unknown_api_is_still_recorded(sidecar: Sidecar) -> None:
     row = via(sidecar, "api.openai.com", "/v1/moderations", {"input": "x"})
     assert (row["api"], row["provider"], row["status_code"], row["outcome"]) == ("", "openai", 404, "error")
     assert row["response_bytes"] > 0 and row["duration_ms"] > 0 and row["ttfb_ms"] is not None
+
+
+def test_sigv4_signed_attribution_headers_are_kept(sidecar: Sidecar, mock: Mock) -> None:
+    """boto3 signs every header it sends: removing a signed x-llmtap-* header would void the signature."""
+    auth = (
+        "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/20261129/us-east-1/bedrock/aws4_request, "
+        "SignedHeaders=content-type;host;x-amz-date;x-llmtap-feature, Signature=abc"
+    )
+    row = via(
+        sidecar,
+        "bedrock-runtime.us-east-1.amazonaws.com",
+        "/model/amazon.nova-pro-v1:0/converse",
+        {},
+        authorization=auth,
+        **{"x-llmtap-feature": "signed-feature", "x-llmtap-user": "u-unsigned"},
+    )
+    assert (row["feature"], row["user_id"]) == ("signed-feature", "u-unsigned")  # both read
+    seen = [r for r in mock.requests() if r["path"].endswith("/converse") and "authorization" in r["headers"]]
+    assert seen[-1]["headers"].get("x-llmtap-feature") == "signed-feature"  # signed: forwarded untouched
+    assert "x-llmtap-user" not in seen[-1]["headers"]  # not signed: stripped as usual

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import Mock, Sidecar, session_id, start_sidecar, stop
+from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 from llmtap.mock import GARBAGE
 from llmtap.rawclient import ProxyRefused, request, tls_socket
 
@@ -95,13 +94,7 @@ def test_crashing_adapter_and_sink_fail_open(faulty: Sidecar, mock: Mock) -> Non
         proxy=("127.0.0.1", faulty.listen),
     )
     assert via.body == direct.body  # every event reached the client despite the adapter raising on each
-    c = openai.OpenAI(
-        api_key="sk-x",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            proxy=faulty.proxy_url, verify=ssl.create_default_context(cafile=str(faulty.bundle))
-        ),
-    )
+    c = openai_client(faulty)
     text = "".join(
         ch.choices[0].delta.content or ""
         for ch in c.chat.completions.create(
@@ -161,13 +154,7 @@ def test_200_concurrent_streams(sidecar: Sidecar, mock: Mock) -> None:
 
 
 def test_cancels_and_resets_leave_nothing_behind(sidecar: Sidecar) -> None:
-    c = openai.OpenAI(
-        api_key="sk-x",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            proxy=sidecar.proxy_url, verify=ssl.create_default_context(cafile=str(sidecar.bundle))
-        ),
-    )
+    c = openai_client(sidecar)
     deadline = time.monotonic() + 10
     while health(sidecar)["inflight_calls"] != 0 and time.monotonic() < deadline:
         time.sleep(0.1)

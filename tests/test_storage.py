@@ -22,7 +22,17 @@ from typing import Any
 import openai
 import pytest
 
-from helpers import ClickHouseHTTP, Mock, OtlpReceiver, Sidecar, free_port, session_id, start_sidecar, stop
+from helpers import (
+    ClickHouseHTTP,
+    Mock,
+    OtlpReceiver,
+    Sidecar,
+    free_port,
+    openai_client,
+    session_id,
+    start_sidecar,
+    stop,
+)
 from llmtap.otel import es6_number
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,15 +40,7 @@ REAL_CH = os.environ.get("LLMTAP_TEST_CLICKHOUSE_URL", "")
 
 
 def make_client(sc: Sidecar) -> openai.OpenAI:
-    import ssl
-
-    return openai.OpenAI(
-        api_key="sk-storage",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            proxy=sc.proxy_url, verify=ssl.create_default_context(cafile=str(sc.bundle))
-        ),
-    )
+    return openai_client(sc, "sk-storage")  # type: ignore[no-any-return]
 
 
 def one_call(c: openai.OpenAI, tag: str, i: int) -> float:

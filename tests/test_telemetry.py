@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import Mock, OtlpReceiver, Sidecar, session_id, start_sidecar, stop
+from helpers import Mock, OtlpReceiver, Sidecar, openai_client, session_id, start_sidecar, stop
 from llmtap.rawclient import request
 
 pytestmark = pytest.mark.timeout(180)
@@ -61,15 +61,7 @@ def tele(mock: Mock, otlp: OtlpReceiver, tmp_path_factory: pytest.TempPathFactor
 
 
 def client(sc: Sidecar, key: str = "sk-test") -> openai.OpenAI:
-    import ssl
-
-    return openai.OpenAI(
-        api_key=key,
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            proxy=sc.proxy_url, verify=ssl.create_default_context(cafile=str(sc.bundle))
-        ),
-    )
+    return openai_client(sc, key)  # type: ignore[no-any-return]
 
 
 def attrs(sp: Span) -> dict[str, Any]:

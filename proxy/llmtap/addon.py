@@ -37,6 +37,14 @@ _KEY = "llmtap"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+def _sigv4_signed_headers(authorization: str) -> frozenset[str]:
+    """Header names an AWS SigV4 signature covers (``SignedHeaders=a;b;c``)."""
+    if not authorization.startswith("AWS4-HMAC-SHA256"):
+        return frozenset()
+    m = re.search(r"SignedHeaders=([^,\s]+)", authorization)
+    return frozenset(m.group(1).lower().split(";")) if m else frozenset()
+
+
 @dataclass
 class AddonConfig:
     service: str = ""
@@ -96,8 +104,9 @@ class LlmTapAddon:
             return
         t0 = flow.metadata.get("llmtap_t0") or (time.time(), time.monotonic())
         headers = [(k.lower(), v) for k, v in req.headers.items(multi=True)]
+        signed = _sigv4_signed_headers(req.headers.get("authorization", ""))
         for name in ATTRIBUTION_HEADERS:
-            if name in req.headers:
+            if name in req.headers and name not in signed:  # removing a signed header would void the signature
                 del req.headers[name]
         names = {k for k, _ in headers}
         api = api_for_request(req.method, req.path, provider_for_host(req.host), names)

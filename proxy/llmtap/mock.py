@@ -507,24 +507,21 @@ def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
         "total_tokens": 12077,
     }
     text = words(6)
-    if not body.get("stream"):
-        return json_reply(
-            200,
+    done = {
+        **resp,
+        "status": "completed",
+        "usage": usage,
+        "output": [
             {
-                **resp,
-                "status": "completed",
-                "usage": usage,
-                "output": [
-                    {
-                        "type": "message",
-                        "id": "msg_1",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": "".join(text)}],
-                    }
-                ],
-            },
-            OPENAI_HEADERS,
-        )
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "".join(text)}],
+            }
+        ],
+    }
+    if not body.get("stream"):
+        return json_reply(200, done, OPENAI_HEADERS)
     seq = iter(range(1000))
     ev = [
         sse({"type": "response.created", "sequence_number": next(seq), "response": resp}, "response.created"),
@@ -576,19 +573,6 @@ def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
                 "response.output_text.delta",
             )
         )
-    done = {
-        **resp,
-        "status": "completed",
-        "usage": usage,
-        "output": [
-            {
-                "type": "message",
-                "id": "msg_1",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "".join(text)}],
-            }
-        ],
-    }
     ev.append(
         sse(
             {"type": "response.completed", "sequence_number": next(seq), "response": done},
