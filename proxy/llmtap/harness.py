@@ -55,12 +55,13 @@ class Mock:
         return list(data)
 
 
-def start_mock(cert_dir: Path) -> Mock:
+def start_mock(cert_dir: Path, env: dict[str, str] | None = None) -> Mock:
     proc = subprocess.Popen(
         [*LLMTAP, "mock-provider", "--listen", "127.0.0.1:0", "--cert-dir", str(cert_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

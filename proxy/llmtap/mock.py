@@ -1,14 +1,16 @@
 """``llmtap mock-provider``: an HTTPS server replaying realistic LLM API responses.
 
-It serves the OpenAI (chat, responses, completions, embeddings) and Anthropic
-(messages) wire formats with real pacing and faults, over TLS with a certificate
+It serves the OpenAI (chat, responses, completions, embeddings), Anthropic (messages),
+Gemini, Bedrock (event-stream) and Ollama (NDJSON) wire formats with real pacing and faults, over TLS with a certificate
 valid for the providers' host names (issued by its own CA, written to
 ``--cert-dir``). Point llmtap at it with ``--connect-to api.openai.com:443:127.0.0.1:PORT
 --upstream-ca <cert-dir>/mock-ca.pem``; clients keep their real base URLs.
 
 A scenario is picked by the ``x-mock-scenario`` request header, else by a model
 name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
-events (default 5 ms). ``GET /_mock/requests`` returns the headers of the last
+events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
+of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``), ``x-mock-stamp: 1`` prefixes each event
+with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
 requests received (to check what reached "upstream").
 """
 
@@ -19,6 +21,7 @@ import base64
 import datetime
 import gzip
 import json
+import os
 import ssl
 import sys
 import time
@@ -931,11 +934,13 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         return reply
     for suffix, fn in ROUTES:
         if p.endswith(suffix):
-            if "x-mock-events" in headers:  # benchmarks: stream length
-                body = {**body, "_mock_events": max(1, min(int(headers["x-mock-events"]), 10_000))}
+            events = headers.get("x-mock-events") or os.environ.get("LLMTAP_MOCK_EVENTS")
+            if events:  # benchmarks: stream length
+                body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
             reply = fn(body, scenario or "default")
-            if "x-mock-delay-ms" in headers:
-                reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
+            delay = headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS")
+            if delay:  # per request, or a default for clients that cannot send headers (gateways)
+                reply.delay = float(delay) / 1000.0
             if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
                 reply.stamp = True
             return reply
