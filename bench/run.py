@@ -300,15 +300,21 @@ def peak_rss(p: Path_, mock: Mock, conc: int) -> float:
 
 
 def ingest(tmp: Path, rows: int) -> dict[str, float]:
+    from llmtap.store import rowbinary
     from llmtap.store.clickhouse import ClickHouseBackend
     from llmtap.store.embedded import ChdbBackend
+    from llmtap.store.writer import StoreWriter
 
-    lines = [json.dumps(r).encode() for r in synthetic.rows(rows, 7)]
+    # Rows as the spool holds them: in the order calls finished, each encoded once at submit; sent in
+    # blocks of the writer's batch size, as while it catches up after an outage.
+    spool_order = sorted(synthetic.rows(rows, 7), key=lambda r: float(str(r["Timestamp"])))
+    lines = [rowbinary.encode(r) for r in spool_order]
+    block = StoreWriter.__init__.__kwdefaults__["batch_size"]
     out = {}
     chdb_backend = ChdbBackend(tmp / "ingest-chdb")
     t0 = time.perf_counter()
-    for i in range(0, len(lines), 10000):
-        chdb_backend.insert_rows(lines[i : i + 10000], f"bench-{i}")
+    for i in range(0, len(lines), block):
+        chdb_backend.insert_rows(lines[i : i + block], f"bench-{i}")
     out["chDB (embedded)"] = len(lines) / (time.perf_counter() - t0)
     port = free_port()
     ch = subprocess.Popen(
@@ -320,8 +326,8 @@ def ingest(tmp: Path, rows: int) -> dict[str, float]:
         assert ch.stdout is not None and ch.stdout.readline()
         b = ClickHouseBackend(f"clickhouse://default:@127.0.0.1:{port}/llmtap")
         t0 = time.perf_counter()
-        for i in range(0, len(lines), 10000):
-            b.insert_rows(lines[i : i + 10000], f"bench-{i}")
+        for i in range(0, len(lines), block):
+            b.insert_rows(lines[i : i + block], f"bench-{i}")
         out["ClickHouse HTTP (over chDB)"] = len(lines) / (time.perf_counter() - t0)
         b.close()
     finally:

@@ -1,8 +1,9 @@
 """A ClickHouse HTTP endpoint over chDB, for tests (no ClickHouse server can be installed here).
 
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
-the ``query`` URL parameter and/or the body, data for INSERTs in the body (gzip,
-zstd or lz4 compressed or not), ``database``, ``default_format``, basic or
+the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
+RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
+``database``, ``default_format``, basic or
 X-ClickHouse-User/Key auth, ``/ping``, and errors as ``Code: N. DB::Exception``.
 Other URL settings are applied with SET for the request and reset after it.
 
@@ -19,6 +20,7 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -44,6 +46,9 @@ NOT_SETTINGS = {
     "readonly",
 }  # per-request readonly cannot be reset on a shared session; sqlguard covers it
 _FORMAT_RE = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
+# INSERT ... FORMAT <binary format>, in the query parameter or on the body's first line before the data
+_INPUT_RE = re.compile(r"\binput\(\s*('(?:[^'\\]|\\.)*')\s*\)", re.I)
+_BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*|Native)[ \t]*(?:\r?\n|$)", re.I)
 
 
 def main() -> None:
@@ -112,9 +117,15 @@ def main() -> None:
 
                 body = lz4.frame.decompress(body)
             query = params.get("query", "")
-            sql = "\n".join(part for part in (query, body.decode()) if part)  # INSERT ... FORMAT X + its data
-            m = _FORMAT_RE.search(sql) if not (query and body) else None
-            fmt = m.group(1) if m else params.get("default_format", "TabSeparated")
+            binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
+            if binary:  # INSERT ... FORMAT RowBinary/Native: the data cannot travel inside the SQL text
+                sql, fmt = binary.group(1).decode(), binary.group(2).decode()
+                if not query:
+                    body = body[binary.end() :]
+            else:
+                sql = "\n".join(part for part in (query, body.decode()) if part)  # INSERT ... FORMAT X + its data
+                m = _FORMAT_RE.search(sql) if not (query and body) else None
+                fmt = m.group(1) if m else params.get("default_format", "TabSeparated")
             settings = {k: v for k, v in params.items() if k not in NOT_SETTINGS and not k.startswith("param_")}
             with lock:
                 try:
@@ -128,8 +139,22 @@ def main() -> None:
                         except Exception:
                             pass  # client-side or unknown settings
                     try:
-                        res = sess.query(sql, fmt)
-                        out = bytes(res.bytes()) if res is not None else b""
+                        if binary and _INPUT_RE.search(sql):  # INSERT ... SELECT ... FROM input('structure')
+                            staged = Path(args.path) / f"input-{threading.get_ident()}.bin"
+                            staged.write_bytes(body)
+                            try:
+                                sess.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
+                            finally:
+                                staged.unlink(missing_ok=True)
+                            out = b""
+                        elif binary:
+                            with sess.send_insert(sql, fmt) as ins:
+                                ins.append(body)
+                                ins.finish()
+                            out = b""
+                        else:
+                            res = sess.query(sql, fmt)
+                            out = bytes(res.bytes()) if res is not None else b""
                     finally:
                         for k in applied:
                             try:

@@ -38,7 +38,7 @@ def seeded(inproc_store: ChdbBackend) -> ChdbBackend:
 
     rows.append(otel_traces_row(q))
     for i in range(0, len(rows), 10000):
-        inproc_store.insert_rows([json.dumps(r).encode() for r in rows[i : i + 10000]], f"dash-seed-{i}")
+        inproc_store.insert_spans(rows[i : i + 10000], f"dash-seed-{i}")
     return inproc_store
 
 

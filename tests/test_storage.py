@@ -300,12 +300,21 @@ def test_collector_route_gives_identical_llm_calls_rows(mock: Mock, chhttp: Clic
         stop(sc.proc)
         otlp.close()
     # Route B: what an OTel Collector with the ClickHouse exporter would write, into a fresh store.
-    from llmtap.store.clickhouse import ClickHouseBackend
+    import clickhouse_connect
 
-    backend = ClickHouseBackend(chhttp.url)
+    from llmtap.store.clickhouse import ClickHouseBackend, parse_url
+
+    backend = ClickHouseBackend(chhttp.url)  # the schema, as the collector deployment applies it
     rows = [r for r in exporter_rows(otlp) if r["SpanAttributes"].get("llmtap.feature") == tag]
     assert len(rows) == 6
-    backend.insert_rows([json.dumps(r).encode() for r in rows], "collector-route")
+    cfg = parse_url(chhttp.url)
+    exporter = clickhouse_connect.get_client(
+        host=cfg["host"], port=cfg["port"], username=cfg["username"], password=cfg["password"]
+    )
+    exporter.command(  # the exporter's own insert, not llmtap's writer
+        "INSERT INTO llmtap.otel_traces FORMAT JSONEachRow", data="\n".join(json.dumps(r) for r in rows)
+    )
+    exporter.close()
     theirs = [
         json.loads(x)
         for x in backend.query(

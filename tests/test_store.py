@@ -5,16 +5,19 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import secrets
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llmtap.otel import SEMCONV, as_string, es6_number, otel_traces_row, span_attributes
 from llmtap.record import COLUMN_NAMES, CallRecord
-from llmtap.store import schema_statements
+from llmtap.store import rowbinary, schema_statements
 from llmtap.store.embedded import ChdbBackend
-from llmtap.store.spool import Spool
+from llmtap.store.spool import Spool, frame, json_line_converter
 from llmtap.store.writer import StoreWriter
 
 
@@ -234,13 +237,13 @@ class FlakyBackend:
 def test_writer_batches_and_retries_without_losing_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "sleep", lambda s: None)
     fb = FlakyBackend()
-    w = StoreWriter(fb, Spool(tmp_path / "spool"), batch_size=10, flush_interval=0.01)
+    w = StoreWriter(fb, Spool(tmp_path / "spool"), batch_size=10, linger=0.01, encode=lambda r: json.dumps(r).encode())
     for i in range(25):
         w.submit({"i": i})
     assert w.flush(10.0)
     w.close()
     assert [json.loads(r)["i"] for r in fb.rows] == list(range(25))
-    assert not list((tmp_path / "spool").glob("*.jsonl"))  # everything acknowledged: nothing kept
+    assert not list((tmp_path / "spool").glob("*.rec"))  # everything acknowledged: nothing kept
 
 
 def test_spool_replays_a_begun_batch_with_the_same_token(tmp_path: Path) -> None:
@@ -260,22 +263,53 @@ def test_spool_replays_a_begun_batch_with_the_same_token(tmp_path: Path) -> None
     assert sp2.next_batch(100) is None and sp2.unsent() == 0
 
 
-def test_spool_survives_a_torn_line(tmp_path: Path) -> None:
+def test_spool_survives_a_torn_record(tmp_path: Path) -> None:
     sp = Spool(tmp_path)
-    sp.append(b'{"i":1}')
-    seg = next(tmp_path.glob("*.jsonl"))
+    sp.append(b"one")
+    sp.append(b"two\nwith a newline and \x00 bytes")
+    seg = next(tmp_path.glob("*.rec"))
     with open(seg, "ab") as f:
-        f.write(b'{"i":2')  # half a record: the writer was killed mid-write
+        f.write(frame(b"three")[:-2])  # half a record: the writer was killed mid-write
     sp2 = Spool(tmp_path)
     b = sp2.next_batch(10)
-    assert b is not None and b.rows == [b'{"i":1}']
+    assert b is not None and b.rows == [b"one", b"two\nwith a newline and \x00 bytes"]
+    sp2.append(b"four")  # appends continue after the cut
+    sp2.ack(b)
+    b2 = sp2.next_batch(10)
+    assert b2 is not None and b2.rows == [b"four"]
+
+
+def test_spool_stops_at_a_damaged_record_and_counts_it(tmp_path: Path) -> None:
+    sp = Spool(tmp_path)
+    for r in (b"alpha", b"bravo", b"charlie"):
+        sp.append(r)
+    sp.close()
+    seg = next(tmp_path.glob("*.rec"))
+    data = bytearray(seg.read_bytes())
+    data[len(frame(b"alpha")) + 9] ^= 0xFF  # flip a byte inside the second record's payload
+    seg.write_bytes(bytes(data))
+    dropped: list[tuple[str, int]] = []
+    sp2 = Spool(tmp_path, on_drop=lambda r, n: dropped.append((r, n)))
+    b = sp2.next_batch(10)
+    assert b is not None and b.rows == [b"alpha"]
+    assert dropped == [("spool_corrupt", 1)]
+
+
+def test_spool_converts_an_earlier_versions_jsonl_segment(tmp_path: Path) -> None:
+    rows = [{"i": i} for i in range(5)]
+    (tmp_path / "000000000000001.jsonl").write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows) + b'{"i":')
+    (tmp_path / "000000000000001.ack").write_bytes(b"B 0 2\nA 0 2\n")  # two rows were in the store already
+    sp = Spool(tmp_path, legacy=json_line_converter(lambda r: b"row %d" % int(str(r["i"]))))
+    b = sp.next_batch(10)
+    assert b is not None and b.rows == [b"row 2", b"row 3", b"row 4"]
+    assert not list(tmp_path.glob("*.jsonl")) and not (tmp_path / "000000000000001.ack").exists()
 
 
 def test_spool_is_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
     dropped: list[tuple[str, int]] = []
     sp = Spool(tmp_path, max_bytes=4000, segment_bytes=1000, on_drop=lambda r, n: dropped.append((r, n)))
     for i in range(200):
-        sp.append(b'{"i":%d,"pad":"%s"}' % (i, b"x" * 20))
+        sp.append(b'{"i":%d,"pad":"%s"}' % (i, b"x" * 12))
     assert sp.total_bytes() <= 4000 + 1000
     assert dropped and all(r == "spool_full" for r, _ in dropped)
     assert sum(n for _, n in dropped) + sp.unsent() == 200
@@ -285,9 +319,9 @@ def test_spool_is_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
 
 def test_store_deduplicates_a_resent_batch(backend: ChdbBackend) -> None:
     r = full_record(span_id="04" * 8)
-    line = json.dumps(otel_traces_row(r)).encode()
-    backend.insert_rows([line], "seg:0:1-test")
-    backend.insert_rows([line], "seg:0:1-test")
+    row = rowbinary.encode(otel_traces_row(r))
+    backend.insert_rows([row], "seg:0:1-test")
+    backend.insert_rows([row], "seg:0:1-test")
     out = backend.query("SELECT count() FROM llm_calls WHERE span_id = '" + "04" * 8 + "'", "CSV")
     assert out.strip() == b"1"
 
@@ -302,3 +336,75 @@ def test_hourly_rollup_is_fed_by_the_view_chain(backend: ChdbBackend) -> None:
     )
     row = json.loads(out)
     assert (row["calls"], row["errors"], row["cost"], row["ttft"]) == (1, 1, 0.5, [100, 100])
+
+
+def test_writer_lingers_for_larger_inserts_and_flush_sends_at_once(tmp_path: Path) -> None:
+    fb = FlakyBackend(fail=0)
+    inserts: list[int] = []
+    plain_insert = fb.insert_rows
+
+    def counting(rows: list[bytes], token: str) -> None:
+        inserts.append(len(rows))
+        plain_insert(rows, token)
+
+    fb.insert_rows = counting  # type: ignore[method-assign]
+    w = StoreWriter(fb, Spool(tmp_path / "spool"), batch_size=5, linger=60.0, encode=lambda r: json.dumps(r).encode())
+    try:
+        for i in range(12):
+            w.submit({"i": i})
+        deadline = time.monotonic() + 10
+        while len(fb.rows) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        assert inserts == [5, 5]  # full batches go at once; the last two wait for more rows
+        assert w.queued() == 2
+        assert w.flush(10.0)  # ... unless someone needs them now
+        assert inserts == [5, 5, 2] and [json.loads(r)["i"] for r in fb.rows] == list(range(12))
+    finally:
+        w.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    attrs=st.dictionaries(st.text(min_size=1, max_size=40), st.text(max_size=300), max_size=12),
+    name=st.text(max_size=200),
+    message=st.text(max_size=200),
+    duration=st.integers(0, 2**63),
+    ns=st.integers(10**18, 4 * 10**18),  # 2001 … 2096
+)
+def test_rowbinary_rows_read_back_as_the_json_rows_do(
+    backend: ChdbBackend, attrs: dict[str, str], name: str, message: str, duration: int, ns: int
+) -> None:
+    """Any strings (quotes, newlines, NUL, non-ASCII, >127 bytes): RowBinary and JSONEachRow store the same row."""
+    span = secrets.token_hex(8)
+    row = {
+        "Timestamp": f"{ns // 10**9}.{ns % 10**9:09d}",
+        "TraceId": "ef" * 16,
+        "SpanId": span,
+        "ParentSpanId": "",
+        "TraceState": "",
+        "SpanName": name,
+        "SpanKind": "Client",
+        "ServiceName": "rowbinary-prop",
+        "ResourceAttributes": {"service.name": "rowbinary-prop"},
+        "ScopeName": "not-llmtap",  # stays out of llm_calls
+        "ScopeVersion": "1",
+        "SpanAttributes": attrs,
+        "Duration": duration,
+        "StatusCode": "Error",
+        "StatusMessage": message,
+    }
+    backend.insert_rows([rowbinary.encode(row)], f"prop-rb-{span}")
+    backend._session.query(
+        f"INSERT INTO llmtap.otel_traces SETTINGS insert_deduplication_token = 'prop-json-{span}' FORMAT JSONEachRow\n"
+        + json.dumps({**row, "ServiceName": "rowbinary-prop-json"})
+    )
+    got = backend.query(
+        "SELECT ServiceName, Timestamp, SpanName, ResourceAttributes, SpanAttributes, Duration, StatusMessage "
+        f"FROM otel_traces WHERE SpanId = '{span}' AND ServiceName LIKE 'rowbinary-prop%' ORDER BY ServiceName",
+        "JSONEachRow",
+    )
+    a, b = (json.loads(x) for x in got.splitlines())
+    assert a.pop("ServiceName") == "rowbinary-prop" and b.pop("ServiceName") == "rowbinary-prop-json"
+    assert a == b
+    assert a["SpanAttributes"] == attrs and a["SpanName"] == name and int(a["Duration"]) == duration

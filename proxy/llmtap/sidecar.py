@@ -24,8 +24,9 @@ from .pipeline import Pipeline, Sink
 from .pricing import Pricer, load_price_file
 from .providers import allow_host_patterns
 from .record import CallRecord
+from .store import rowbinary
 from .store.open import open_backend
-from .store.spool import Spool
+from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
 
 log = logging.getLogger("llmtap")
@@ -120,6 +121,7 @@ def run(cfg: RunConfig) -> int:
             cfg.data_dir / "spool",
             max_bytes=cfg.spool_max_mb << 20,
             on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n),
+            legacy=json_line_converter(rowbinary.encode),
         )
         store_writer = writer = StoreWriter(backend, spool)
         sinks.insert(0, lambda r: store_writer.submit(otel_traces_row(r, resource)))
@@ -160,6 +162,8 @@ def run(cfg: RunConfig) -> int:
     def query(sql: str, fmt: str) -> bytes:
         if backend is None:
             raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
+        if writer is not None:
+            writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
         return backend.query(sql, fmt)
 
     admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(metrics, query, health, cfg.admin_token))

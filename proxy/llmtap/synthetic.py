@@ -197,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
+    from .store import rowbinary
     from .store.open import default_store_url, open_backend
 
     backend = open_backend(args.store or default_store_url(Path(args.data_dir)))
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     end = time.time()
     background = rows(args.calls, args.days, end=end, regression=reg, avoid_windows=args.windows > 0)
     for row in itertools.chain(background, window_rows(args.windows, int(args.days), regression=reg, end=end)):
-        batch.append(json.dumps(row).encode())
+        batch.append(rowbinary.encode(row))
         if len(batch) >= 10000:
             backend.insert_rows(batch, f"seed:{secrets.token_hex(8)}")
             total += len(batch)

@@ -94,7 +94,7 @@ class Backend(Protocol):
     """What the writer needs from a store."""
 
     def insert_rows(self, rows: list[bytes], token: str) -> None:
-        """Insert ``otel_traces`` rows (JSON lines); ``token`` deduplicates a re-sent batch."""
+        """Insert ``otel_traces`` rows (RowBinary, see :mod:`.rowbinary`); ``token`` deduplicates a re-sent batch."""
 
     def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes: ...
 

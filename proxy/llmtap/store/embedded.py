@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from . import DEFAULT_DB, retention_statement, schema_statements
+from . import DEFAULT_DB, retention_statement, rowbinary, schema_statements
 
 
 class ChdbBackend:
@@ -42,19 +41,25 @@ class ChdbBackend:
                 raise
 
     def insert_rows(self, rows: list[bytes], token: str) -> None:
+        """RowBinary ``otel_traces`` rows: staged in a file the engine reads (bytes cannot travel in the SQL)."""
         if not rows:
             return
-        sql = (
-            f"INSERT INTO {self.db}.otel_traces SETTINGS insert_deduplication_token = '{token}', "
-            "deduplicate_blocks_in_dependent_materialized_views = 1 FORMAT JSONEachRow\n"
-        ) + b"\n".join(rows).decode()
+        staged = self.path / "insert.rowbinary"
         with self._lock:
-            self._session.query(sql)
+            staged.write_bytes(b"".join(rows))
+            try:
+                self._session.query(
+                    f"{rowbinary.insert_sql(self.db, token)} SELECT * FROM file('{_sql_str(str(staged))}', "
+                    f"RowBinary, '{rowbinary.structure()}')"
+                )
+            finally:
+                staged.unlink(missing_ok=True)
 
     def insert_spans(self, rows: list[dict[str, Any]], token: str = "") -> None:
-        """Convenience for tests and tools: dict rows, serialized as the writer does."""
-        lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in rows]
-        self.insert_rows(lines, token or f"adhoc:{id(rows)}:{len(rows)}:{time.monotonic_ns()}")
+        """Convenience for tests and tools: dict rows, encoded as the writer does."""
+        self.insert_rows(
+            [rowbinary.encode(r) for r in rows], token or f"adhoc:{id(rows)}:{len(rows)}:{time.monotonic_ns()}"
+        )
 
     def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
         with self._lock:
@@ -67,3 +72,7 @@ class ChdbBackend:
                 self._session.close()
             except Exception:
                 pass
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("'", "\\'")

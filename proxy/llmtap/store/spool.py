@@ -1,31 +1,40 @@
 """The durable spool: every finished record is on disk before a store write is tried.
 
-Layout: ``<data-dir>/spool/<seq>.jsonl`` segments (one ``otel_traces`` row per line)
-and, beside each, ``<seq>.ack`` with one line per batch: ``B first count`` before the
-batch is sent, ``A first count`` once the store acknowledged it. The writer sends one
-batch at a time, in order, so a segment's state is "acked up to N" plus at most one
-begun batch. A batch's deduplication token is ``<seq>:<first>:<count>``: after a crash
-the begun batch is re-sent with the same rows and token, and the store drops it if it
+Layout: ``<data-dir>/spool/<seq>.rec`` segments, each a run of records framed as
+``<u32 length><u32 crc32><payload>`` (little-endian; the payload is the writer's encoding,
+an ``otel_traces`` row in RowBinary), and beside each ``<seq>.ack`` with one line per batch:
+``B first count`` before the batch is sent, ``A first count`` once the store acknowledged it.
+The writer sends one batch at a time, in order, so a segment's state is "acked up to N" plus
+at most one begun batch. A batch's deduplication token is ``<seq>:<first>:<count>``: after a
+crash the begun batch is re-sent with the same rows and token, and the store drops it if it
 already has it — nothing is lost and nothing is stored twice.
 
 Durability: each record is written to the OS (``write`` + ``flush``) before
 :meth:`append` returns, so killing the process (SIGKILL) loses nothing appended; the
 files are ``fsync``-ed at most every ``fsync_interval`` (1 s), which bounds what a
-machine crash can lose. The spool is bounded: past ``max_bytes`` the oldest segment is
-dropped, counted and logged.
+machine crash can lose. A torn last record (a crash mid-write) is cut off at start; a
+record whose checksum does not match ends the segment there (logged and counted). The
+spool is bounded: past ``max_bytes`` the oldest segment is dropped, counted and logged.
+Segments of earlier versions (``<seq>.jsonl``, one JSON row per line) are converted at
+start by the ``legacy`` function, when one is given.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("llmtap.spool")
+_HEADER = struct.Struct("<II")  # payload length, crc32 of the payload
+SUFFIX = ".rec"
 
 
 @dataclass(slots=True)
@@ -34,24 +43,44 @@ class Batch:
     first: int
     rows: list[bytes]
     token: str
-    end_offset: int  # byte offset in the segment after the batch's last row
+    end_offset: int  # byte offset in the segment after the batch's last record
 
 
 class _Segment:
-    __slots__ = ("ack_fh", "acked", "acked_offset", "bytes", "lines", "path", "pending", "seq")
+    __slots__ = ("ack_fh", "acked", "acked_offset", "bytes", "path", "pending", "records", "seq")
 
     def __init__(self, path: Path, seq: int) -> None:
         self.path = path
         self.seq = seq
-        self.lines = 0  # complete lines in the file
+        self.records = 0  # complete records in the file
         self.bytes = 0
-        self.acked = 0  # rows [0, acked) are in the store
-        self.acked_offset = 0  # byte offset of row `acked`
+        self.acked = 0  # records [0, acked) are in the store
+        self.acked_offset = 0  # byte offset of record `acked`
         self.pending: tuple[int, int] | None = None  # (first, count) begun, not acked
         self.ack_fh = open(path.with_suffix(".ack"), "ab")  # noqa: SIM115 - closed in close()
 
     def close(self) -> None:
         self.ack_fh.close()
+
+
+def frame(payload: bytes) -> bytes:
+    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def scan(data: bytes) -> tuple[list[int], int, bool]:
+    """Offsets of the complete, intact records in ``data``; where they end; whether a bad checksum ended them."""
+    offsets: list[int] = []
+    pos, n = 0, len(data)
+    while pos + _HEADER.size <= n:
+        length, crc = _HEADER.unpack_from(data, pos)
+        end = pos + _HEADER.size + length
+        if end > n:
+            break  # torn: the process died mid-write
+        if zlib.crc32(data[pos + _HEADER.size : end]) != crc:
+            return offsets, pos, True
+        offsets.append(pos)
+        pos = end
+    return offsets, pos, False
 
 
 class Spool:
@@ -63,6 +92,7 @@ class Spool:
         segment_bytes: int = 8 << 20,
         fsync_interval: float = 1.0,
         on_drop: Callable[[str, int], None] | None = None,
+        legacy: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -77,29 +107,59 @@ class Spool:
         self._recover()
         self._active = self._segments[-1] if self._segments else self._new_segment()
         self._fh = open(self._active.path, "ab")  # noqa: SIM115 - closed in close()
+        self._convert_legacy(legacy)
 
     # -- recovery ------------------------------------------------------------------
     def _recover(self) -> None:
-        for path in sorted(self.dir.glob("*.jsonl")):
+        for path in sorted(self.dir.glob("*" + SUFFIX)):
             seg = _Segment(path, int(path.stem))
             data = path.read_bytes()
-            end = data.rfind(b"\n") + 1
-            if end < len(data):  # a torn last line (crash mid-write): drop it
+            offsets, end, corrupt = scan(data)
+            if end < len(data):  # a torn last record (crash mid-write) or a damaged one: cut it off
+                if corrupt:
+                    log.error("spool: %s is damaged at byte %d; the records after it are lost", path.name, end)
+                    if self._on_drop:
+                        self._on_drop("spool_corrupt", 1)
                 with open(path, "r+b") as f:
                     f.truncate(end)
-                data = data[:end]
-            seg.lines = data.count(b"\n")
-            seg.bytes = len(data)
+            seg.records = len(offsets)
+            seg.bytes = end
             self._read_acks(seg)
-            seg.acked_offset = _offset_of_line(data, seg.acked)
+            seg.acked_offset = offsets[seg.acked] if seg.acked < len(offsets) else end
             self._segments.append(seg)
-        done = [s for s in self._segments[:-1] if s.acked >= s.lines and s.pending is None]
+        done = [s for s in self._segments[:-1] if s.acked >= s.records and s.pending is None]
         for seg in done:
             self._delete(seg)
         if self._segments:
-            n = sum(s.lines - s.acked for s in self._segments)
+            n = sum(s.records - s.acked for s in self._segments)
             if n:
                 log.info("spool: %d records from a previous run will be replayed", n)
+
+    def _convert_legacy(self, convert: Callable[[bytes], bytes] | None) -> None:
+        """Move the unsent rows of ``.jsonl`` segments (earlier versions) into this spool."""
+        for path in sorted(self.dir.glob("*.jsonl")):
+            if convert is None:
+                log.warning("spool: %s is from an earlier version and is left as it is", path.name)
+                continue
+            seg = _Segment(path, int(path.stem))
+            self._read_acks(seg)
+            seg.close()
+            lines = path.read_bytes().split(b"\n")[:-1]  # the last piece is '' or a torn line
+            # From the first unacknowledged row; a begun batch that reached the store before the
+            # crash gets a new token here, so it may be stored twice (once, at the upgrade).
+            moved = 0
+            for line in lines[seg.acked :]:
+                try:
+                    self.append(convert(line))
+                    moved += 1
+                except Exception as e:  # one bad row must not keep the others from the store
+                    log.error("spool: a row of %s cannot be converted (%s); dropped", path.name, e)
+                    if self._on_drop:
+                        self._on_drop("spool_corrupt", 1)
+            self.maybe_fsync(force=True)
+            for p in (path, path.with_suffix(".ack")):
+                p.unlink(missing_ok=True)
+            log.info("spool: %d records of %s (an earlier version's spool) will be sent", moved, path.name)
 
     @staticmethod
     def _read_acks(seg: _Segment) -> None:
@@ -121,15 +181,15 @@ class Spool:
 
     def _new_segment(self) -> _Segment:
         seq = (self._segments[-1].seq + 1) if self._segments else int(time.time() * 1000)
-        seg = _Segment(self.dir / f"{seq:015d}.jsonl", seq)
+        seg = _Segment(self.dir / f"{seq:015d}{SUFFIX}", seq)
         seg.path.touch()
         self._segments.append(seg)
         return seg
 
     # -- producer side ---------------------------------------------------------------
-    def append(self, line: bytes) -> None:
-        """Append one record (a JSON line without the newline); durable against SIGKILL on return."""
-        data = line + b"\n"
+    def append(self, record: bytes) -> None:
+        """Append one record; durable against SIGKILL on return."""
+        data = frame(record)
         with self._lock:
             if self._active.bytes >= self.segment_bytes:
                 self._fh.close()
@@ -137,14 +197,14 @@ class Spool:
                 self._fh = open(self._active.path, "ab")  # noqa: SIM115
             self._fh.write(data)
             self._fh.flush()
-            self._active.lines += 1
+            self._active.records += 1
             self._active.bytes += len(data)
             self._enforce_bound()
 
     def _enforce_bound(self) -> None:
         while self.total_bytes() > self.max_bytes and len(self._segments) > 1:
             oldest = self._segments[0]
-            lost = oldest.lines - oldest.acked
+            lost = oldest.records - oldest.acked
             log.error("spool over %d bytes: dropping the oldest segment with %d unsent records", self.max_bytes, lost)
             if self._on_drop and lost:
                 self._on_drop("spool_full", lost)
@@ -158,14 +218,14 @@ class Spool:
                     first, count = seg.pending
                     rows, end = self._read(seg, seg.acked_offset, count)
                     return Batch(seg.seq, first, rows, f"{seg.seq}:{first}:{count}", end)
-                if seg.acked < seg.lines:
-                    count = min(max_rows, seg.lines - seg.acked)
+                if seg.acked < seg.records:
+                    count = min(max_rows, seg.records - seg.acked)
                     rows, end = self._read(seg, seg.acked_offset, count)
                     seg.pending = (seg.acked, len(rows))
                     seg.ack_fh.write(f"B {seg.acked} {len(rows)}\n".encode())
                     seg.ack_fh.flush()
                     return Batch(seg.seq, seg.acked, rows, f"{seg.seq}:{seg.acked}:{len(rows)}", end)
-                if seg is not self._active and seg.acked >= seg.lines:
+                if seg is not self._active and seg.acked >= seg.records:
                     continue
         return None
 
@@ -174,14 +234,18 @@ class Spool:
             self._fh.flush()
         with open(seg.path, "rb") as f:
             f.seek(offset)
-            rows = []
+            rows: list[bytes] = []
             pos = offset
             for _ in range(count):
-                line = f.readline()
-                if not line.endswith(b"\n"):
+                head = f.read(_HEADER.size)
+                if len(head) < _HEADER.size:
                     break
-                rows.append(line[:-1])
-                pos += len(line)
+                length, crc = _HEADER.unpack(head)
+                payload = f.read(length)
+                if len(payload) < length or zlib.crc32(payload) != crc:
+                    break  # checked at start; a short read here means the file changed under us
+                rows.append(payload)
+                pos += _HEADER.size + length
         return rows, pos
 
     def ack(self, batch: Batch) -> None:
@@ -194,7 +258,7 @@ class Spool:
             seg.acked = batch.first + len(batch.rows)
             seg.acked_offset = batch.end_offset
             seg.pending = None
-            if seg is not self._active and seg.acked >= seg.lines:
+            if seg is not self._active and seg.acked >= seg.records:
                 self._delete(seg)
 
     def _delete(self, seg: _Segment) -> None:
@@ -221,7 +285,23 @@ class Spool:
     # -- introspection -----------------------------------------------------------------------
     def unsent(self) -> int:
         with self._lock:
-            return sum(s.lines - s.acked for s in self._segments)
+            return sum(s.records - s.acked for s in self._segments)
+
+    def mark(self) -> tuple[int, int]:
+        """The current end of the spool: (active segment, records in it)."""
+        with self._lock:
+            return self._active.seq, self._active.records
+
+    def sent_through(self, mark: tuple[int, int]) -> bool:
+        """Whether every record appended before ``mark`` was taken was acknowledged (or dropped)."""
+        seq, records = mark
+        with self._lock:
+            for s in self._segments:
+                if s.seq < seq and s.acked < s.records:
+                    return False
+                if s.seq == seq and s.acked < records:
+                    return False
+        return True
 
     def total_bytes(self) -> int:
         return sum(s.bytes for s in self._segments)
@@ -233,7 +313,7 @@ class Spool:
             for seg in list(self._segments):
                 seg.close()
             # A fully acked active segment is not needed across restarts.
-            if self._active.acked >= self._active.lines and self._active.pending is None:
+            if self._active.acked >= self._active.records and self._active.pending is None:
                 for p in (self._active.path, self._active.path.with_suffix(".ack")):
                     try:
                         p.unlink()
@@ -241,11 +321,13 @@ class Spool:
                         pass
 
 
-def _offset_of_line(data: bytes, n: int) -> int:
-    pos = 0
-    for _ in range(n):
-        nxt = data.find(b"\n", pos)
-        if nxt < 0:
-            return len(data)
-        pos = nxt + 1
-    return pos
+def json_line_converter(encode: Callable[[dict[str, object]], bytes]) -> Callable[[bytes], bytes]:
+    """For ``legacy``: an earlier version's JSON row → this version's record."""
+
+    def convert(line: bytes) -> bytes:
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise ValueError("not a JSON object")
+        return encode(row)
+
+    return convert

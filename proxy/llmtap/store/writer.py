@@ -1,56 +1,91 @@
 """The store writer: one thread moving records from the durable spool into the store.
 
-``submit`` appends the record to the spool (on disk, never blocking on the store) and
-returns. The writer thread sends batches (bounded in rows and time) in spool order; a
-failed insert is retried with exponential backoff and jitter, the same batch with the
-same deduplication token, while new records keep accumulating on disk.
+``submit`` encodes the row (RowBinary), appends it to the spool (on disk, never blocking on
+the store) and returns. The writer thread sends batches in spool order: as soon as
+``batch_size`` rows wait, otherwise once the oldest waiting row is ``linger`` seconds old —
+ClickHouse prefers fewer, larger inserts (each insert makes a part per table and view, and
+parts are merged in the background). ``flush`` sends what is waiting now. A failed insert is
+retried with exponential backoff and jitter, the same batch with the same deduplication
+token, while new records keep accumulating on disk.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import Backend
+from . import Backend, rowbinary
 from .spool import Spool
 
 log = logging.getLogger("llmtap.store")
 
 
 class StoreWriter:
-    def __init__(self, backend: Backend, spool: Spool, *, batch_size: int = 2000, flush_interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        spool: Spool,
+        *,
+        batch_size: int = 10_000,
+        linger: float = 1.0,
+        encode: Callable[[Mapping[str, Any]], bytes] = rowbinary.encode,
+    ) -> None:
         self.backend = backend
         self.spool = spool
         self.batch_size = batch_size
-        self.flush_interval = flush_interval
+        self.linger = linger
+        self.encode = encode
         self._wake = threading.Event()
         self._stop = False
+        self._idle = False
+        self._flushes = 0  # callers of flush() waiting: send without lingering
+        self._flushes_lock = threading.Lock()
         self.written = 0
         self.failing_since: float | None = None
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
 
-    def submit(self, row: dict[str, Any]) -> None:
-        self.spool.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
-        self._wake.set()
+    def submit(self, row: Mapping[str, Any]) -> None:
+        self.spool.append(self.encode(row))
+        if self._idle or self.spool.unsent() >= self.batch_size:  # a full batch does not linger
+            self._wake.set()
 
     def queued(self) -> int:
         return self.spool.unsent()
 
+    def _sleep(self, seconds: float) -> None:
+        self._wake.wait(seconds)
+        self._wake.clear()
+
     def _run(self) -> None:
         backoff = 0.5
+        waiting_since: float | None = None  # when the oldest unsent row was first seen
         while True:
-            batch = self.spool.next_batch(self.batch_size)
-            if batch is None or not batch.rows:
+            unsent = self.spool.unsent()
+            if unsent == 0:
+                waiting_since = None
                 self.spool.maybe_fsync()
                 if self._stop:
                     return
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
+                self._idle = True
+                if self.spool.unsent() == 0:  # a submit between the check and _idle = True
+                    self._sleep(self.linger)
+                self._idle = False
+                continue
+            if unsent < self.batch_size and not self._stop and not self._flushes:
+                now = time.monotonic()
+                waiting_since = waiting_since or now
+                left = self.linger - (now - waiting_since)
+                if left > 0:
+                    self._sleep(left)
+                    continue
+            batch = self.spool.next_batch(self.batch_size)
+            if batch is None or not batch.rows:
+                self._sleep(0.05)
                 continue
             try:
                 self.backend.insert_rows(batch.rows, batch.token)
@@ -71,18 +106,27 @@ class StoreWriter:
                 log.info("store back after %.1fs", time.monotonic() - self.failing_since)
                 self.failing_since = None
             backoff = 0.5
+            waiting_since = None
             self.spool.ack(batch)
             self.written += len(batch.rows)
             self.spool.maybe_fsync()
 
     def flush(self, timeout: float = 10.0) -> bool:
+        """Send every record submitted before this call; True once the store has them."""
+        mark = self.spool.mark()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.queued() == 0:
-                return True
-            self._wake.set()
-            time.sleep(0.02)
-        return self.queued() == 0
+        with self._flushes_lock:
+            self._flushes += 1
+        try:
+            while time.monotonic() < deadline:
+                if self.spool.sent_through(mark):
+                    return True
+                self._wake.set()
+                time.sleep(0.01)
+            return self.spool.sent_through(mark)
+        finally:
+            with self._flushes_lock:
+                self._flushes -= 1
 
     def close(self, timeout: float = 15.0) -> None:
         self._stop = True
