@@ -6,8 +6,9 @@
 Paths, all on 127.0.0.1 against the same local TLS origin (llmtap's mock provider, OpenAI SSE):
   (a) direct; (b) bare mitmproxy (an addon that only sets ``stream``); (c) llmtap, embedded store;
   (d) llmtap with an OTLP exporter and a ClickHouse-HTTP store; (e) LiteLLM proxy (``--litellm BIN``).
-Latency rounds alternate between paths so machine drift cancels out; results are ratios and
-differences within one run. Client, origin and proxies share the machine's cores.
+Latency and throughput rounds alternate between paths (throughput: three rounds of 2 x concurrency
+streams per path) so machine drift cancels out; results are ratios and differences within one run.
+Client, origin and proxies share the machine's cores.
 """
 
 from __future__ import annotations
@@ -270,6 +271,7 @@ def latency(paths: list[Path_], mock: Mock, rounds: int) -> dict[str, dict[str, 
 
 
 def throughput(p: Path_, mock: Mock, conc: int, n: int) -> tuple[float, float | None]:
+    """(streams/s, proxy CPU seconds per 100 streams) for ``n`` streams, ``conc`` at a time."""
     cpu0 = cpu_seconds(p.pid) if p.pid else None
     t0 = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(conc) as pool:
@@ -277,6 +279,25 @@ def throughput(p: Path_, mock: Mock, conc: int, n: int) -> tuple[float, float | 
     wall = time.perf_counter() - t0
     cpu = (cpu_seconds(p.pid) - cpu0) / n * 100 if p.pid and cpu0 is not None else None
     return n / wall, cpu
+
+
+def throughput_rounds(
+    paths: list[Path_], mock: Mock, conc: int, n: int, rounds: int
+) -> dict[str, tuple[float, float | None]]:
+    """``rounds`` rounds of ``n`` streams per path, the order alternating: totals over all rounds."""
+    wall: dict[str, float] = {p.name: 0.0 for p in paths}
+    cpu: dict[str, float | None] = {p.name: 0.0 if p.pid else None for p in paths}
+    for r in range(rounds):
+        for p in paths if r % 2 == 0 else list(reversed(paths)):
+            print(f"throughput {conc} round {r + 1}/{rounds} {p.name}…", file=sys.stderr)
+            rate, c = throughput(p, mock, conc, n)
+            wall[p.name] += n / rate
+            if c is not None and cpu[p.name] is not None:
+                cpu[p.name] = (cpu[p.name] or 0.0) + c * n / 100
+    total = n * rounds
+    return {
+        name: (total / wall[name], None if cpu[name] is None else (cpu[name] or 0.0) / total * 100) for name in wall
+    }
 
 
 def peak_rss(p: Path_, mock: Mock, conc: int) -> float:
@@ -442,11 +463,9 @@ def main() -> int:
         proxies = [p for p in paths if p.plain_port is None]
         results["throughput"] = {}
         for conc in (32, 128):
-            for p in proxies:
-                print(f"throughput {conc} {p.name}…", file=sys.stderr)
-                results["throughput"][(p.name, conc)] = throughput(
-                    p, mock, min(conc, 8) if q else conc, 16 if q else conc * 6
-                )
+            c = min(conc, 8) if q else conc
+            for name, res in throughput_rounds(proxies, mock, c, 8 if q else conc * 2, 2 if q else 3).items():
+                results["throughput"][(name, conc)] = res
         results["rss"] = {p.name: peak_rss(p, mock, 20 if q else 200) for p in paths if p.pid and p.plain_port is None}
         if args.profile:
             target = next(p for p in paths if p.name.startswith("llmtap (OTLP"))
@@ -502,7 +521,7 @@ def render(r: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "## Throughput and CPU (5-event streams, no pacing)",
+        "## Throughput and CPU (5-event streams, no pacing; three alternating rounds per path)",
         "",
         "| path | concurrency | streams/s | ratio to direct | ratio to bare | proxy CPU s / 100 streams "
         "| CPU ratio to bare |",
