@@ -74,18 +74,10 @@ def _map(d: Mapping[str, str], out: list[bytes]) -> None:
         out.append(_string(v if isinstance(v, str) else str(v)))
 
 
-def _datetime64_9(v: str | int | float) -> bytes:
-    """``"<seconds>.<nanoseconds>"`` (the JSON form), integer nanoseconds or float seconds → Int64 ticks."""
-    if isinstance(v, str):
-        sec, _, frac = v.partition(".")
-        ns = int(sec) * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0) * (
-            -1 if sec.startswith("-") else 1
-        )
-    elif isinstance(v, float):
-        ns = round(v * 1e9)
-    else:
-        ns = int(v)
-    return struct.pack("<q", ns)
+def _datetime64_9(v: str) -> bytes:
+    """``"<seconds>.<nanoseconds>"`` (how :func:`llmtap.otel.otel_traces_row` writes it) → Int64 ticks."""
+    sec, _, frac = v.partition(".")
+    return struct.pack("<q", int(sec) * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0))
 
 
 _S = _string

@@ -15,7 +15,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from . import Backend, rowbinary
@@ -32,7 +32,7 @@ class StoreWriter:
         *,
         batch_size: int = 10_000,
         linger: float = 1.0,
-        encode: Callable[[Mapping[str, Any]], bytes] = rowbinary.encode,
+        encode: rowbinary.Encoder = rowbinary.encode,
     ) -> None:
         self.backend = backend
         self.spool = spool
