@@ -444,8 +444,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         f"""SELECT count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
         sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
         countIf(outcome = 'error') AS errors, countIf(outcome = 'cancelled') AS cancelled,
-        round(quantile(0.5)(ttft_ms)) AS ttft_p50, round(quantile(0.95)(ttft_ms)) AS ttft_p95,
-        round(quantile(0.5)(duration_ms)) AS duration_p50, round(quantile(0.95)(duration_ms)) AS duration_p95
+        round(quantiles(0.5, 0.95)(ttft_ms)[1]) AS ttft_p50, round(quantiles(0.5, 0.95)(ttft_ms)[2]) AS ttft_p95,
+        round(quantiles(0.5, 0.95)(duration_ms)[1]) AS duration_p50,
+        round(quantiles(0.5, 0.95)(duration_ms)[2]) AS duration_p95
         FROM llm_calls WHERE {rng}""",
     )[0]
     models = query_rows(

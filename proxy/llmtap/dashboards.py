@@ -225,7 +225,8 @@ FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
     )
     b.ts(
         "TTFT p50 / p95 by model",
-        f"""SELECT {T}, request_model, quantile(0.5)(ttft_ms) AS p50, quantile(0.95)(ttft_ms) AS p95
+        f"""WITH quantiles(0.5, 0.95)(ttft_ms) AS q
+SELECT {T}, request_model, q[1] AS p50, q[2] AS p95
 FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model ORDER BY time""",
         unit="ms",
         w=24,
