@@ -1,8 +1,12 @@
-"""Pure pieces: error taxonomy, read-only SQL guard, token estimation (both paths, offline)."""
+"""Pure pieces: error taxonomy, read-only SQL guard, token estimation (both paths, offline), the mitmproxy addon set."""
 
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +172,31 @@ def test_estimator_offline_falls_back_and_marks_it(tmp_path: Path) -> None:
     assert (tmp_path / "tk").is_dir()
 
 
+def test_estimator_never_waits_long_on_a_hanging_fetch(tmp_path: Path) -> None:
+    """A fetch that hangs (dropped packets) must not stall the pipeline: heuristic now, tiktoken once loaded."""
+    ranks = tiktoken.load.load_tiktoken_bpe(str(small_rank_file(tmp_path)))
+    enc = tiktoken.Encoding(name="tiny", pat_str=r"\s?\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    release = threading.Event()
+    asked: list[str] = []
+
+    def hanging(name: str) -> tiktoken.Encoding:
+        asked.append(name)
+        release.wait(30)
+        return enc
+
+    est = TokenEstimator(loader=hanging, first_wait=0.2)
+    assert est.count("hello the", "gpt-4o") == (heuristic_count("hello the"), HEURISTIC)
+    assert est.count("hello the", "gpt-4o") == (heuristic_count("hello the"), HEURISTIC)
+    assert asked == ["o200k_base"]  # one fetch, not one per call
+    release.set()
+    deadline = time.monotonic() + 10
+    while est.count("hello the", "gpt-4o")[1] == HEURISTIC and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert est.count("hello the", "gpt-4o") == (2, "tiktoken:o200k_base")
+    assert est.count("hello the", "gpt-4-turbo")[1] == "tiktoken:cl100k_base"  # loaded only when first needed
+    assert asked == ["o200k_base", "cl100k_base"]
+
+
 def test_real_tiktoken_loader_offline_does_not_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
     import tiktoken.registry
@@ -182,3 +211,34 @@ def test_encoding_choice() -> None:
     assert encoding_name_for("gpt-4o-mini") == "o200k_base"
     assert encoding_name_for("gpt-4-turbo") == "cl100k_base"
     assert encoding_name_for("claude-sonnet-4-5") == "o200k_base"
+
+
+def test_mitmproxy_addons_init_only_builds_the_default_list() -> None:
+    """llmtap imports mitmproxy's addon modules without running ``mitmproxy/addons/__init__.py``
+    (see llmtap.mitm): safe only while that file does nothing but import them and define
+    ``default_addons()``. A mitmproxy release that changes this must fail here, not in production."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("mitmproxy.addons")
+    assert spec is not None and spec.origin
+    tree = ast.parse(Path(spec.origin).read_text())
+    kinds = {type(node).__name__ for node in tree.body}
+    assert kinds <= {"ImportFrom", "Import", "FunctionDef"}, kinds
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["default_addons"]
+
+
+def test_sidecar_addons_leave_unused_mitmproxy_features_unimported() -> None:
+    code = """
+import sys
+from llmtap.mitm import proxy_addons
+names = [type(a).__name__ for a in proxy_addons(False)]  # before mitmproxy.master, as the sidecar does
+from mitmproxy.master import Master
+assert not {"flask", "ldap3", "jinja2"} & set(sys.modules), sorted({"flask", "ldap3", "jinja2"} & set(sys.modules))
+assert "ProxyAuth" not in names, names
+assert "ProxyAuth" in [type(a).__name__ for a in proxy_addons(True)]
+print(",".join(names))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["Core,Block,DisableH2C,Proxyserver,NextLayer,TlsConfig,ErrorCheck"]

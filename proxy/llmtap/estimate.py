@@ -4,6 +4,12 @@ tiktoken fetches its BPE files on first use. The files are cached under the data
 dir (``TIKTOKEN_CACHE_DIR``); when they cannot be fetched (offline), estimation falls
 back to a documented heuristic: ``ceil(len(utf8 bytes) / 4)``. The estimator used is
 reported per call in the span attribute ``llmtap.usage_estimator``.
+
+An encoding is loaded the first time a call needs it, not at start: each one holds
+tens of MB, and a sidecar whose providers report usage never needs one. The load runs
+in its own thread; the call that started it waits up to ``first_wait`` seconds (a
+cached file loads well within that) and otherwise uses the heuristic, so a fetch that
+hangs never stalls the pipeline.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 log = logging.getLogger("llmtap.estimate")
 
@@ -50,18 +56,35 @@ def _tiktoken_loader(name: str) -> Encoding:
 class TokenEstimator:
     """Thread-safe; loads each encoding once, remembers failures (no retry storms offline)."""
 
-    def __init__(self, cache_dir: Path | None = None, loader: Callable[[str], Encoding] | None = None) -> None:
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        loader: Callable[[str], Encoding] | None = None,
+        first_wait: float = 3.0,
+    ) -> None:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir))
         self._loader = loader or _tiktoken_loader
+        self.first_wait = first_wait
         self._encodings: dict[str, Encoding | None] = {}
+        self._loading: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
     def _encoding(self, name: str) -> Encoding | None:
+        """The encoding if loaded (or loaded within ``first_wait``), else ``None``: use the heuristic."""
         with self._lock:
             if name in self._encodings:
                 return self._encodings[name]
+            done = self._loading.get(name)
+            if done is None:
+                done = self._loading[name] = threading.Event()
+                threading.Thread(target=self._load, args=(name, done), name="llmtap-tiktoken", daemon=True).start()
+        done.wait(self.first_wait)
+        with self._lock:
+            return self._encodings.get(name)
+
+    def _load(self, name: str, done: threading.Event) -> None:
         enc: Encoding | None
         try:
             enc = self._loader(name)
@@ -75,7 +98,7 @@ class TokenEstimator:
             enc = None
         with self._lock:
             self._encodings[name] = enc
-        return enc
+        done.set()
 
     def count(self, text: str, model: str) -> tuple[int, str]:
         """(token count, estimator label)."""
@@ -89,10 +112,3 @@ class TokenEstimator:
             return len(enc.encode_ordinary(text)), f"tiktoken:{name}"
         except Exception:
             return heuristic_count(text), HEURISTIC
-
-
-def preload(estimator: TokenEstimator, names: tuple[str, ...] = ("o200k_base", "cl100k_base")) -> Any:
-    """Warm the encodings in a background thread so the first estimate does not wait."""
-    t = threading.Thread(target=lambda: [estimator._encoding(n) for n in names], name="llmtap-tiktoken", daemon=True)
-    t.start()
-    return t

@@ -17,7 +17,7 @@ from .addon import AddonConfig, LlmTapAddon
 from .admin import AdminServer, AdminState
 from .attribution import Fingerprinter
 from .ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
-from .estimate import TokenEstimator, preload
+from .estimate import TokenEstimator
 from .metrics import Metrics
 from .otel import otel_traces_row
 from .pipeline import Pipeline, Sink
@@ -136,7 +136,6 @@ def run(cfg: RunConfig) -> int:
     elif backend is None:
         raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
     estimator = TokenEstimator(cfg.data_dir / "tiktoken")
-    preload(estimator)
     pipeline = Pipeline(metrics, estimator, sinks, pricer=pricer, capture_content=cfg.capture_content)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
@@ -202,33 +201,16 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
 
 
-def proxy_addons(proxy_auth: bool) -> list[Any]:
-    """mitmproxy's addons that a sidecar in regular mode needs, nothing else.
-
-    ``mitmdump`` loads ~35 addons (replay, map-local, onboarding app, save, scripts, ...) and
-    mitmproxy offers every hook of every flow to each of them: under load that dispatch alone
-    was ~15% of the proxy's CPU. These are the ones that serve a regular-mode proxy: options
-    and commands (core), refusing clients from public addresses (block), TLS interception
-    (tlsconfig), protocol detection (next_layer), h2c-upgrade refusal (disable_h2c), the
-    servers themselves (proxyserver), startup-error exits (errorcheck), and proxy auth
-    when asked for.
-    """
-    from mitmproxy.addons import block, core, disable_h2c, errorcheck, next_layer, proxyauth, proxyserver, tlsconfig
-
-    addons: list[Any] = [core.Core(), block.Block(), disable_h2c.DisableH2C()]
-    if proxy_auth:
-        addons.append(proxyauth.ProxyAuth())
-    addons += [proxyserver.Proxyserver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
-    return addons
-
-
 async def _serve(cfg: RunConfig, addon: LlmTapAddon, upstream: Path | None) -> None:
+    from .mitm import proxy_addons
+
+    addons = proxy_addons(bool(cfg.proxy_auth))  # first: keeps mitmproxy's unused addons unimported
     from mitmproxy.master import Master
     from mitmproxy.options import Options
 
     opts = Options(confdir=str(ca_dir(cfg.data_dir)))
     master = Master(opts, with_termlog=False)
-    master.addons.add(*proxy_addons(bool(cfg.proxy_auth)))
+    master.addons.add(*addons)
     update: dict[str, Any] = {
         "listen_host": cfg.listen[0],
         "listen_port": cfg.listen[1],
