@@ -118,10 +118,11 @@ def main() -> None:
                 body = lz4.frame.decompress(body)
             query = params.get("query", "")
             binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
+            data: bytes | memoryview = body
             if binary:  # INSERT ... FORMAT RowBinary/Native: the data cannot travel inside the SQL text
                 sql, fmt = binary.group(1).decode(), binary.group(2).decode()
                 if not query:
-                    body = body[binary.end() :]
+                    data = memoryview(body)[binary.end() :]  # no copy of a large body
             else:
                 sql = "\n".join(part for part in (query, body.decode()) if part)  # INSERT ... FORMAT X + its data
                 m = _FORMAT_RE.search(sql) if not (query and body) else None
@@ -141,7 +142,7 @@ def main() -> None:
                     try:
                         if binary and _INPUT_RE.search(sql):  # INSERT ... SELECT ... FROM input('structure')
                             staged = Path(args.path) / f"input-{threading.get_ident()}.bin"
-                            staged.write_bytes(body)
+                            staged.write_bytes(data)
                             try:
                                 sess.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
                             finally:
@@ -149,7 +150,7 @@ def main() -> None:
                             out = b""
                         elif binary:
                             with sess.send_insert(sql, fmt) as ins:
-                                ins.append(body)
+                                ins.append(bytes(data))
                                 ins.finish()
                             out = b""
                         else:

@@ -102,9 +102,12 @@ class ClickHouseBackend:
 
         The body is read through ``input()`` with plain String types and cast into the table's
         LowCardinality columns per block (parsing RowBinary as LowCardinality is ~3x slower).
-        Async inserts need a plain ``INSERT ... FORMAT``, so ``?async_insert=1`` sends that.
+        The statement leads the body, on its own line, and the rows follow (ClickHouse reads a
+        POST body as query, then data): sent through ``raw_insert``, which passes the body as
+        is — ``command(data=...)`` decodes the whole body to classify the SQL, ~20% of an
+        insert's time. Async inserts need a plain ``INSERT ... FORMAT``, so
+        ``?async_insert=1`` sends that.
         """
-        data = b"".join(rows)
         with self._lock:
             try:
                 c = self._ensure()
@@ -112,7 +115,7 @@ class ClickHouseBackend:
                     c.raw_insert(
                         f"{self.db}.{rowbinary.TABLE}",
                         rowbinary.COLUMN_NAMES,
-                        data,
+                        b"".join(rows),
                         settings={
                             "insert_deduplication_token": token,
                             "deduplicate_blocks_in_dependent_materialized_views": 1,
@@ -122,11 +125,11 @@ class ClickHouseBackend:
                         fmt="RowBinary",
                     )
                 else:
-                    c.command(
+                    sql = (
                         f"{rowbinary.insert_sql(self.db, token)} SELECT * FROM input('{rowbinary.structure()}') "
-                        "FORMAT RowBinary",
-                        data=data,
+                        "FORMAT RowBinary\n"
                     )
+                    c.raw_insert(insert_block=b"".join([sql.encode(), *rows]))
             except Exception:
                 self._reset()
                 raise
