@@ -13,12 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llmtap import synthetic
 from llmtap.otel import SEMCONV, as_string, es6_number, otel_traces_row, span_attributes
 from llmtap.record import COLUMN_NAMES, CallRecord
 from llmtap.store import rowbinary, schema_statements
 from llmtap.store.embedded import ChdbBackend
-from llmtap.store.spool import Spool, frame, json_line_converter
-from llmtap.store.writer import StoreWriter
+from llmtap.store.spool import Spool, frame, json_line_converter, scan
+from llmtap.store.writer import StoreWriter, rejects_rows
 
 
 @pytest.fixture
@@ -408,3 +409,64 @@ def test_rowbinary_rows_read_back_as_the_json_rows_do(
     assert a.pop("ServiceName") == "rowbinary-prop" and b.pop("ServiceName") == "rowbinary-prop-json"
     assert a == b
     assert a["SpanAttributes"] == attrs and a["SpanName"] == name and int(a["Duration"]) == duration
+
+
+class PickyBackend(FlakyBackend):
+    """Rejects any batch holding a row that does not parse, as ClickHouse does (the whole insert fails)."""
+
+    def __init__(self, outage_after: int = -1) -> None:
+        super().__init__(fail=0)
+        self.attempts = 0
+        self.outage_after = outage_after  # the store goes away once, after this many attempts
+
+    def insert_rows(self, rows: list[bytes], token: str) -> None:
+        self.attempts += 1
+        if self.attempts == self.outage_after:
+            raise ConnectionError("store away")
+        if any(not r.startswith(b"{") for r in rows):
+            raise RuntimeError(
+                "Code: 27. DB::Exception: Cannot parse input: expected '{' (CANNOT_PARSE_INPUT_ASSERTION_FAILED)"
+            )
+        super().insert_rows(rows, token)
+
+
+@pytest.mark.parametrize("outage_after", [-1, 3, 9])
+def test_writer_quarantines_rows_the_store_rejects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outage_after: int
+) -> None:
+    """A rejected row neither blocks the spool forever nor takes its batch down: the others are stored once
+    (also when the store goes away mid-split), the rejected one is kept in quarantine and counted."""
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    pb = PickyBackend(outage_after)
+    dropped: list[tuple[str, int]] = []
+    rows = [json.dumps({"i": i}).encode() for i in range(40)]
+    rows[13] = rows[31] = b"garbage"
+    w = StoreWriter(
+        pb,
+        Spool(tmp_path / "spool"),
+        batch_size=40,
+        linger=0.01,
+        encode=lambda r: r["raw"],
+        quarantine_dir=tmp_path / "quarantine",
+        on_drop=lambda reason, n: dropped.append((reason, n)),
+    )
+    for r in rows:
+        w.submit({"raw": r})
+    assert w.flush(10.0)
+    w.close()
+    assert sorted(json.loads(r)["i"] for r in pb.rows) == [i for i in range(40) if i not in (13, 31)]
+    assert dropped == [("store_rejected", 1), ("store_rejected", 1)]
+    kept = sorted((tmp_path / "quarantine").glob("*.rec"))
+    assert len(kept) == 2 and all(scan(p.read_bytes())[0] == [0] for p in kept)
+    assert {p.read_bytes()[8:] for p in kept} == {b"garbage"}
+    assert not list((tmp_path / "spool").glob("*.rec"))
+
+
+def test_store_rejection_is_told_from_unavailability(inproc_store: ChdbBackend) -> None:
+    """The engine's own error for a malformed RowBinary row is classed as a rejection; a dead endpoint is not."""
+    good = rowbinary.encode(next(iter(synthetic.rows(1, 3))))
+    with pytest.raises(Exception) as bad:
+        inproc_store.insert_rows([good[: len(good) // 2]], "torn-row-test")
+    assert rejects_rows(bad.value), str(bad.value)[:300]
+    assert not rejects_rows(ConnectionRefusedError(111, "Connection refused"))
+    assert not rejects_rows(RuntimeError("Code: 241. DB::Exception: Memory limit exceeded (MEMORY_LIMIT_EXCEEDED)"))

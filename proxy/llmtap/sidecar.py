@@ -117,13 +117,17 @@ def run(cfg: RunConfig) -> int:
     resource = resource_attributes()
     sinks: list[Sink] = [log_call]
     if backend is not None:
+
+        def dropped(reason: str, n: int) -> None:
+            metrics.dropped.labels(reason).inc(n)
+
         spool = Spool(
             cfg.data_dir / "spool",
             max_bytes=cfg.spool_max_mb << 20,
-            on_drop=lambda reason, n: metrics.dropped.labels(reason).inc(n),
+            on_drop=dropped,
             legacy=json_line_converter(rowbinary.encode),
         )
-        store_writer = writer = StoreWriter(backend, spool)
+        store_writer = writer = StoreWriter(backend, spool, quarantine_dir=cfg.data_dir / "quarantine", on_drop=dropped)
         sinks.insert(0, lambda r: store_writer.submit(otel_traces_row(r, resource)))
     if faults.enabled("sink"):
         sinks.insert(0, faults.failing_sink)

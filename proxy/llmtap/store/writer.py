@@ -7,21 +7,44 @@ ClickHouse prefers fewer, larger inserts (each insert makes a part per table and
 parts are merged in the background). ``flush`` sends what is waiting now. A failed insert is
 retried with exponential backoff and jitter, the same batch with the same deduplication
 token, while new records keep accumulating on disk.
+
+A batch the store *rejects* (a parse or type error: resending cannot help) would block the
+spool forever. The writer splits it in halves, each with a token derived from the batch's,
+until the rejected rows are alone; those go to ``quarantine_dir`` (spool framing, nothing
+lost) and are counted as dropped with reason ``store_rejected``. If the store goes away
+midway, the retry splits the same way, so halves already stored are deduplicated by their
+tokens.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import random
+import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from . import Backend, rowbinary
-from .spool import Spool
+from .spool import Spool, frame
 
 log = logging.getLogger("llmtap.store")
+
+# ClickHouse error codes meaning "these bytes are not valid rows for this table": CANNOT_PARSE_TEXT,
+# CANNOT_PARSE_QUOTED_STRING, CANNOT_PARSE_INPUT_ASSERTION_FAILED, ATTEMPT_TO_READ_AFTER_EOF,
+# CANNOT_READ_ALL_DATA, CANNOT_PARSE_DATE, CANNOT_PARSE_DATETIME, TYPE_MISMATCH, ARGUMENT_OUT_OF_BOUND,
+# CANNOT_PARSE_NUMBER, INCORRECT_DATA, TOO_LARGE_STRING_SIZE, CANNOT_PARSE_BOOL.
+REJECTED_CODES = frozenset({6, 26, 27, 32, 33, 38, 41, 53, 69, 72, 117, 131, 467})
+_CODE_RE = re.compile(r"\bCode: (\d+)\b")
+
+
+def rejects_rows(e: BaseException) -> bool:
+    """Whether the store refused the data itself (not: was unavailable, overloaded, misconfigured)."""
+    m = _CODE_RE.search(str(e))
+    return m is not None and int(m.group(1)) in REJECTED_CODES
 
 
 class StoreWriter:
@@ -33,9 +56,14 @@ class StoreWriter:
         batch_size: int = 10_000,
         linger: float = 1.0,
         encode: rowbinary.Encoder = rowbinary.encode,
+        quarantine_dir: Path | None = None,
+        on_drop: Callable[[str, int], None] | None = None,
     ) -> None:
         self.backend = backend
         self.spool = spool
+        self.quarantine_dir = quarantine_dir or spool.dir.parent / "quarantine"
+        self._on_drop = on_drop
+        self.quarantined = 0
         self.batch_size = batch_size
         self.linger = linger
         self.encode = encode
@@ -88,7 +116,7 @@ class StoreWriter:
                 self._sleep(0.05)
                 continue
             try:
-                self.backend.insert_rows(batch.rows, batch.token)
+                self._insert(batch.rows, batch.token)
             except Exception as e:
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
@@ -110,6 +138,34 @@ class StoreWriter:
             self.spool.ack(batch)
             self.written += len(batch.rows)
             self.spool.maybe_fsync()
+
+    def _insert(self, rows: list[bytes], token: str) -> None:
+        """Insert ``rows``; rows the store rejects end in quarantine. Raises while the store is unavailable."""
+        try:
+            self.backend.insert_rows(rows, token)
+            return
+        except Exception as e:
+            if not rejects_rows(e):
+                raise
+            if len(rows) == 1:
+                self._quarantine(rows[0], token, e)
+                return
+        half = len(rows) // 2
+        self._insert(rows[:half], token + "a")
+        self._insert(rows[half:], token + "b")
+
+    def _quarantine(self, row: bytes, token: str, e: BaseException) -> None:
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.quarantine_dir, 0o700)
+        path = self.quarantine_dir / f"{token.replace(':', '-')}.rec"
+        with open(path, "wb") as f:
+            f.write(frame(row))
+            f.flush()
+            os.fsync(f.fileno())
+        self.quarantined += 1
+        log.error("the store rejected a row (%s); kept in %s", str(e).splitlines()[0][:200], path)
+        if self._on_drop is not None:
+            self._on_drop("store_rejected", 1)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Send every record submitted before this call; True once the store has them."""
