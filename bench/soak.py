@@ -1,8 +1,10 @@
 """Soak: a moderate, steady load through one sidecar for N minutes; RSS, tasks and queues must stay flat.
 
     .venv/bin/python bench/soak.py --minutes 10 --rate 20
+    .venv/bin/python bench/soak.py --store chhttp --out bench/results/soak-clickhouse.json
 
-Starts the mock provider and `llmtap run` (embedded store), sends `--rate` calls/s (half
+Starts the mock provider and `llmtap run` (embedded store; ``--store URL`` for a ClickHouse
+server, ``--store chhttp`` for the test ClickHouse-HTTP endpoint over chDB), sends `--rate` calls/s (half
 streamed chat, half embeddings; 1 in 20 a client cancel, 1 in 20 an upstream disconnect),
 and samples the sidecar's RSS, event-loop task count, in-flight calls and store queue
 every 10 s. Writes bench/results/soak.json and prints a table. Not a test: a
@@ -15,6 +17,8 @@ import argparse
 import concurrent.futures
 import json
 import ssl
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,7 +27,7 @@ from typing import Any
 
 import openai
 
-from llmtap.harness import start_mock, start_sidecar, stop
+from llmtap.harness import free_port, start_mock, start_sidecar, stop
 
 
 def rss_mb(pid: int) -> float:
@@ -38,11 +42,34 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--rate", type=float, default=20, help="calls per second")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "soak.json"))
-    ap.add_argument("--store", default="", help="store URL for the sidecar (default: the embedded chDB store)")
+    ap.add_argument(
+        "--store",
+        default="",
+        help="store URL for the sidecar, or 'chhttp': tests/chhttp.py (default: the embedded chDB store)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-soak-"))
+    store, label, endpoint = args.store, "embedded chDB", None
+    if store == "chhttp":
+        port = free_port()
+        endpoint = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).parents[1] / "tests/chhttp.py"),
+                "--path",
+                str(tmp / "ch"),
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert endpoint.stdout is not None and endpoint.stdout.readline()
+        store, label = f"clickhouse://default:@127.0.0.1:{port}/llmtap", "ClickHouse HTTP (tests/chhttp.py over chDB)"
+    elif store:
+        label = "ClickHouse server"
     mock = start_mock(tmp / "mock")
-    sc = start_sidecar(tmp / "data", mock, *(["--store", args.store] if args.store else []))
+    sc = start_sidecar(tmp / "data", mock, *(["--store", store] if store else []))
     client = openai.OpenAI(
         api_key="sk-soak",
         max_retries=0,
@@ -118,7 +145,10 @@ def main() -> None:
     finally:
         stop(sc.proc)
         stop(mock.proc)
+        if endpoint is not None:
+            stop(endpoint)
     result = {
+        "store": label,
         "minutes": args.minutes,
         "rate_per_s": args.rate,
         "calls": i,
