@@ -455,6 +455,7 @@ def test_writer_quarantines_rows_the_store_rejects(
     assert w.flush(10.0)
     w.close()
     assert sorted(json.loads(r)["i"] for r in pb.rows) == [i for i in range(40) if i not in (13, 31)]
+    assert (w.written, w.quarantined) == (38, 2)
     assert dropped == [("store_rejected", 1), ("store_rejected", 1)]
     kept = sorted((tmp_path / "quarantine").glob("*.rec"))
     assert len(kept) == 2 and all(scan(p.read_bytes())[0] == [0] for p in kept)
@@ -470,3 +471,7 @@ def test_store_rejection_is_told_from_unavailability(inproc_store: ChdbBackend) 
     assert rejects_rows(bad.value), str(bad.value)[:300]
     assert not rejects_rows(ConnectionRefusedError(111, "Connection refused"))
     assert not rejects_rows(RuntimeError("Code: 241. DB::Exception: Memory limit exceeded (MEMORY_LIMIT_EXCEEDED)"))
+    # a changed table refusing the cast refuses every row: retried, not quarantined row by row
+    assert not rejects_rows(
+        RuntimeError("Code: 53. DB::Exception: Type mismatch in IN or VALUES section (TYPE_MISMATCH)")
+    )

@@ -8,8 +8,8 @@ parts are merged in the background). ``flush`` sends what is waiting now. A fail
 retried with exponential backoff and jitter, the same batch with the same deduplication
 token, while new records keep accumulating on disk.
 
-A batch the store *rejects* (a parse or type error: resending cannot help) would block the
-spool forever. The writer splits it in halves, each with a token derived from the batch's,
+A batch the store *rejects* (bytes that do not parse as RowBinary: resending cannot help)
+would block the spool forever. The writer splits it in halves, each with a token derived from the batch's,
 until the rejected rows are alone; those go to ``quarantine_dir`` (spool framing, nothing
 lost) and are counted as dropped with reason ``store_rejected``. If the store goes away
 midway, the retry splits the same way, so halves already stored are deduplicated by their
@@ -33,11 +33,12 @@ from .spool import Spool, frame
 
 log = logging.getLogger("llmtap.store")
 
-# ClickHouse error codes meaning "these bytes are not valid rows for this table": CANNOT_PARSE_TEXT,
-# CANNOT_PARSE_QUOTED_STRING, CANNOT_PARSE_INPUT_ASSERTION_FAILED, ATTEMPT_TO_READ_AFTER_EOF,
-# CANNOT_READ_ALL_DATA, CANNOT_PARSE_DATE, CANNOT_PARSE_DATETIME, TYPE_MISMATCH, ARGUMENT_OUT_OF_BOUND,
-# CANNOT_PARSE_NUMBER, INCORRECT_DATA, TOO_LARGE_STRING_SIZE, CANNOT_PARSE_BOOL.
-REJECTED_CODES = frozenset({6, 26, 27, 32, 33, 38, 41, 53, 69, 72, 117, 131, 467})
+# ClickHouse error codes meaning "these bytes are not the RowBinary rows they claim to be":
+# CANNOT_PARSE_INPUT_ASSERTION_FAILED, ATTEMPT_TO_READ_AFTER_EOF, CANNOT_READ_ALL_DATA, INCORRECT_DATA,
+# TOO_LARGE_STRING_SIZE, CANNOT_PARSE_BOOL. Inserts read rows with llmtap's own structure (``input()``,
+# ``file()``), so these come from the bytes alone. A cast the table refuses (TYPE_MISMATCH,
+# CANNOT_PARSE_TEXT, ...: a changed schema) is not one: every row would be refused, so it is retried.
+REJECTED_CODES = frozenset({27, 32, 33, 117, 131, 467})
 _CODE_RE = re.compile(r"\bCode: (\d+)\b")
 
 
@@ -115,6 +116,7 @@ class StoreWriter:
             if batch is None or not batch.rows:
                 self._sleep(0.05)
                 continue
+            quarantined = self.quarantined
             try:
                 self._insert(batch.rows, batch.token)
             except Exception as e:
@@ -136,7 +138,7 @@ class StoreWriter:
             backoff = 0.5
             waiting_since = None
             self.spool.ack(batch)
-            self.written += len(batch.rows)
+            self.written += len(batch.rows) - (self.quarantined - quarantined)
             self.spool.maybe_fsync()
 
     def _insert(self, rows: list[bytes], token: str) -> None:
