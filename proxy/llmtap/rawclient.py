@@ -63,8 +63,13 @@ def request(
     proxy: tuple[str, int] | None = None,
     connect_host: str | None = None,
     proxy_auth: str = "",
+    deadline_s: float = 300.0,
 ) -> RawResponse:
-    """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host."""
+    """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host.
+
+    Raises ``TimeoutError`` (with what arrived so far) when the response has not ended within
+    ``deadline_s``, even if data keeps trickling in, so a stalled stream fails loudly.
+    """
     if connect_host is not None and proxy is None:
         sock = socket.create_connection((connect_host, port), timeout=30)
         ctx = ssl.create_default_context(cafile=str(cafile))
@@ -87,12 +92,15 @@ def request(
         tls.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
         raw = b""
         chunks: list[tuple[float, bytes]] = []
+        give_up = time.monotonic() + deadline_s
         while True:
             data = tls.recv(65536)
             if not data:
                 break
             chunks.append((time.time(), data))
             raw += data
+            if time.monotonic() > give_up:
+                raise TimeoutError(f"no end of response after {deadline_s:.0f}s; {len(raw)} bytes: {raw[-300:]!r}")
     finally:
         tls.close()
     head_b, _, rest = raw.partition(b"\r\n\r\n")

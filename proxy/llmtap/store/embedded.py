@@ -10,6 +10,18 @@ from typing import Any
 from . import DEFAULT_DB, retention_statement, rowbinary, schema_statements
 
 
+# Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
+# and index caches grow to 5 GiB each and the compiled-expression and query-condition caches to
+# 128 and 100 MiB. Server settings travel as start-up arguments in chDB's connection string.
+ENGINE_SETTINGS = {
+    "mark_cache_size": 64 << 20,
+    "index_mark_cache_size": 16 << 20,
+    "primary_index_cache_size": 16 << 20,
+    "compiled_expression_cache_size": 16 << 20,
+    "query_condition_cache_size": 16 << 20,
+}
+
+
 class ChdbBackend:
     """One chDB session per process, serialized by a lock (chDB is not re-entrant)."""
 
@@ -21,7 +33,8 @@ class ChdbBackend:
         self.path = path
         self.retention = retention or {}
         self._lock = threading.Lock()
-        self._session = session.Session(str(path))  # chDB: one embedded path per process
+        settings = "&".join(f"{k}={v}" for k, v in ENGINE_SETTINGS.items())
+        self._session = session.Session(f"{path}?{settings}")  # chDB: one embedded path per process
         self.apply_schema()
 
     def apply_schema(self) -> None:
