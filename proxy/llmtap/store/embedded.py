@@ -9,7 +9,6 @@ from typing import Any
 
 from . import DEFAULT_DB, retention_statement, rowbinary, schema_statements
 
-
 # Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
 # and index caches grow to 5 GiB each and the compiled-expression and query-condition caches to
 # 128 and 100 MiB. Server settings travel as start-up arguments in chDB's connection string.
