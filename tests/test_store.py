@@ -430,7 +430,7 @@ class PickyBackend(FlakyBackend):
         super().insert_rows(rows, token)
 
 
-@pytest.mark.parametrize("outage_after", [-1, 3, 9])
+@pytest.mark.parametrize("outage_after", [-1, 3, 9, 12])
 def test_writer_quarantines_rows_the_store_rejects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outage_after: int
 ) -> None:

@@ -116,9 +116,8 @@ class StoreWriter:
             if batch is None or not batch.rows:
                 self._sleep(0.05)
                 continue
-            quarantined = self.quarantined
             try:
-                self._insert(batch.rows, batch.token)
+                rejected = self._insert(batch.rows, batch.token)
             except Exception as e:
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
@@ -138,32 +137,35 @@ class StoreWriter:
             backoff = 0.5
             waiting_since = None
             self.spool.ack(batch)
-            self.written += len(batch.rows) - (self.quarantined - quarantined)
+            self.written += len(batch.rows) - rejected
             self.spool.maybe_fsync()
 
-    def _insert(self, rows: list[bytes], token: str) -> None:
-        """Insert ``rows``; rows the store rejects end in quarantine. Raises while the store is unavailable."""
+    def _insert(self, rows: list[bytes], token: str) -> int:
+        """Insert ``rows``; rows the store rejects end in quarantine (their number is returned).
+        Raises while the store is unavailable."""
         try:
             self.backend.insert_rows(rows, token)
-            return
+            return 0
         except Exception as e:
             if not rejects_rows(e):
                 raise
             if len(rows) == 1:
                 self._quarantine(rows[0], token, e)
-                return
+                return 1
         half = len(rows) // 2
-        self._insert(rows[:half], token + "a")
-        self._insert(rows[half:], token + "b")
+        return self._insert(rows[:half], token + "a") + self._insert(rows[half:], token + "b")
 
     def _quarantine(self, row: bytes, token: str, e: BaseException) -> None:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.quarantine_dir, 0o700)
         path = self.quarantine_dir / f"{token.replace(':', '-')}.rec"
+        again = path.exists()  # a split redone after an outage: counted once
         with open(path, "wb") as f:
             f.write(frame(row))
             f.flush()
             os.fsync(f.fileno())
+        if again:
+            return
         self.quarantined += 1
         log.error("the store rejected a row (%s); kept in %s", str(e).splitlines()[0][:200], path)
         if self._on_drop is not None:
