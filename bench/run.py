@@ -31,10 +31,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from llmtap import synthetic
-from llmtap.harness import Mock, free_port, start_mock, start_sidecar, stop
-from llmtap.rawclient import request
-from llmtap.timing import percentile
+from llmtap.adapters.timing import percentile
+from llmtap.testing import synthetic
+from llmtap.testing.harness import Mock, free_port, start_mock, start_sidecar, stop
+from llmtap.testing.rawclient import request
 
 ROOT = Path(__file__).resolve().parents[1]
 BODY = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True}, "messages": []}
@@ -137,7 +137,7 @@ def start_paths(tmp: Path, mock: Mock, litellm: str) -> tuple[list[Path_], list[
     bare_dir = tmp / "bare"
     # Both proxies verify the origin against the same bundle (public roots + the origin's CA), as llmtap
     # does with --upstream-ca; each client trusts only its proxy's CA.
-    from llmtap.ca import upstream_bundle
+    from llmtap.intercept.ca import upstream_bundle
 
     (tmp / "shared").mkdir()
     trust = upstream_bundle(tmp / "shared", mock.ca)
@@ -375,8 +375,10 @@ FROM numbers({n})"""
 
 
 def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
-    from llmtap.dashboards import build
-    from llmtap.macros import ALL, QueryContext, expand
+    sys.path.insert(0, str(ROOT / "dashboards"))
+    from generate import build
+
+    from llmtap.admin.macros import ALL, QueryContext, expand
 
     t0 = time.perf_counter()
     store.query("TRUNCATE TABLE llm_calls", "CSV")

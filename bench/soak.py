@@ -27,7 +27,7 @@ from typing import Any
 
 import openai
 
-from llmtap.harness import free_port, start_mock, start_sidecar, stop
+from llmtap.testing.harness import free_port, start_mock, start_sidecar, stop
 
 
 def rss_mb(pid: int) -> float:

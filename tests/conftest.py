@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))  # the dashboard generator
 
 from helpers import Mock, Sidecar, start_mock, start_sidecar, stop
 

@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from llmtap.harness import LLMTAP, Mock, Sidecar, free_port, start_mock, start_sidecar, stop, wait_healthy
+from llmtap.testing.harness import LLMTAP, Mock, Sidecar, free_port, start_mock, start_sidecar, stop, wait_healthy
 
 __all__ = [
     "LLMTAP",

@@ -14,11 +14,11 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmtap import mock
-from llmtap.capture import Capture, End, RequestFacts
-from llmtap.decompress import make_decoder
-from llmtap.estimate import TokenEstimator
-from llmtap.providers import adapter_for, api_for_request, provider_for_call
+from llmtap.adapters import ADAPTERS, route
+from llmtap.capture import Capture, End, RequestFacts, build
+from llmtap.capture.estimate import TokenEstimator
+from llmtap.decode.compression import make_decoder
+from llmtap.testing import mock
 
 OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
 
@@ -32,8 +32,9 @@ def run_capture(
     end_kind: str = "complete",
 ) -> Any:
     reply = mock.plan(path, {"x-mock-scenario": scenario} if scenario else {}, body)
-    api = api_for_request("POST", path, None, {"anthropic-version"} if "messages" in path else set())
-    assert api is not None
+    match = route("POST", host, path, frozenset({"anthropic-version"} if "messages" in path else set()))
+    assert match is not None
+    api = match.api
     raw_body = json.dumps(body).encode()
     now = time.monotonic()
     facts = RequestFacts(
@@ -45,19 +46,19 @@ def run_capture(
         body=raw_body,
         start_wall=time.time(),
         start_mono=now,
-        provider=provider_for_call(host, api),
+        provider=match.provider,
         api=api,
         trace_id="a" * 32,
         span_id="b" * 16,
     )
-    cap = Capture(facts, adapter_for(api))
+    cap = Capture(facts, match.adapter())
     cap.on_response_headers(reply.status, [(k, v) for k, v in reply.headers], now + 0.001)
     data = b"".join(reply.chunks)
     points = sorted({c % (len(data) + 1) for c in (cuts or [])})
     for a, b in zip([0, *points], [*points, len(data)], strict=True):
         assert cap.tee(data[a:b]) == data[a:b]
     cap.tee(b"")
-    return cap.build(End(end_kind, time.monotonic()), OFFLINE)
+    return build(cap, End(end_kind, time.monotonic()), OFFLINE)[0]
 
 
 STABLE = (
@@ -150,11 +151,11 @@ def test_cancel_after_terminal_event_is_ok_before_is_cancelled() -> None:
         "openai",
         "openai.chat_completions",
     )
-    cap = Capture(facts, adapter_for("openai.chat_completions"))
+    cap = Capture(facts, ADAPTERS["openai.chat_completions"]())
     cap.on_response_headers(200, reply.headers, time.monotonic())
     for c in reply.chunks[:4]:
         cap.tee(c)
-    r = cap.build(End("client_disconnected", time.monotonic()), OFFLINE)
+    r = build(cap, End("client_disconnected", time.monotonic()), OFFLINE)[0]
     assert (r.outcome, r.finish_reason, r.content_events, r.usage_source) == (
         "cancelled",
         "cancelled",
@@ -178,7 +179,7 @@ def test_parser_failure_is_contained_and_bytes_unchanged() -> None:
         "openai",
         "openai.chat_completions",
     )
-    cap = Capture(facts, adapter_for("openai.chat_completions"), lambda api, e: errors.append(api))
+    cap = Capture(facts, ADAPTERS["openai.chat_completions"](), lambda api, e: errors.append(api))
 
     def boom(*a: Any) -> None:
         raise RuntimeError("adapter bug")
@@ -189,7 +190,7 @@ def test_parser_failure_is_contained_and_bytes_unchanged() -> None:
     for chunk in chunks:
         assert cap.tee(chunk) == chunk
     assert errors == ["openai.chat_completions"] and cap.parsing is False
-    r = cap.build(End("complete", time.monotonic()), OFFLINE)
+    r = build(cap, End("complete", time.monotonic()), OFFLINE)[0]
     assert r.status_code == 200 and r.response_bytes == sum(map(len, chunks))
     assert "adapter bug" in r.extra["parse_error"]
     assert r.outcome == "ok"  # the transport completed; a parser bug is not an upstream failure
@@ -210,7 +211,7 @@ def test_incremental_decompression(encoding: str, compress: Any) -> None:
     blob = compress(raw)
     dec = make_decoder(encoding)
     assert dec is not None
-    assert b"".join(dec(blob[i : i + 7]) for i in range(0, len(blob), 7)) == raw
+    assert b"".join(dec.decode(blob[i : i + 7]) for i in range(0, len(blob), 7)) + dec.flush() == raw
 
 
 def test_identity_and_unknown_encodings() -> None:
@@ -226,11 +227,11 @@ def test_identity_and_unknown_encodings() -> None:
     st.sampled_from(["text/event-stream", "application/json"]),
 )
 def test_garbage_bodies_never_raise(data: bytes, path: str, ctype: str) -> None:
-    api = api_for_request("POST", path, "anthropic" if "messages" in path else "openai", set())
-    assert api
-    facts = RequestFacts("POST", "h", 443, path, [], data[:50], time.time(), time.monotonic(), "openai", api)
-    cap = Capture(facts, adapter_for(api))
+    match = route("POST", "api.anthropic.com" if "messages" in path else "api.openai.com", path, frozenset())
+    assert match is not None and match.api
+    facts = RequestFacts("POST", "h", 443, path, [], data[:50], time.time(), time.monotonic(), "openai", match.api)
+    cap = Capture(facts, match.adapter())
     cap.on_response_headers(200, [("content-type", ctype)], time.monotonic())
     assert cap.tee(data) == data
-    r = cap.build(End("complete", time.monotonic()), OFFLINE)
+    r = build(cap, End("complete", time.monotonic()), OFFLINE)[0]
     assert r.response_bytes == len(data)

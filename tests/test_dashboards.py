@@ -10,14 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import generate as dashboards
 import pytest
 import yaml
 
 from helpers import LLMTAP, free_port
-from llmtap import dashboards, synthetic
-from llmtap.alerts import RULES
-from llmtap.macros import ALL, QueryContext, expand
+from llmtap.admin.macros import ALL, QueryContext, expand
+from llmtap.admin.queries import RULES
 from llmtap.store.embedded import ChdbBackend
+from llmtap.testing import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = time.time()
@@ -34,7 +35,7 @@ def seeded(inproc_store: ChdbBackend) -> ChdbBackend:
     q.outcome, q.error_type, q.status_code, q.usage_source = "error", "quota_exhausted", 429, "none"
     q.input_tokens = q.output_tokens = q.cache_read_tokens = q.cache_write_tokens = q.reasoning_tokens = 0
     q.cost_usd = q.input_cost_usd = q.output_cost_usd = None
-    from llmtap.otel import otel_traces_row
+    from llmtap.telemetry.semconv import otel_traces_row
 
     rows.append(otel_traces_row(q))
     for i in range(0, len(rows), 10000):

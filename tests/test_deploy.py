@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from llmtap.metrics import Metrics
 from llmtap.store import DEFAULT_DB, cluster_statements, schema_statements
+from llmtap.telemetry.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from llmtap.errors import RULES
+from llmtap.capture.taxonomy import RULES
 from llmtap.record import ERROR_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
-from llmtap.rawclient import request
+from llmtap.testing.rawclient import request
 
 pytestmark = pytest.mark.timeout(120)
 

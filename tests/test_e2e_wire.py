@@ -8,7 +8,7 @@ import ssl
 import pytest
 
 from helpers import Mock, Sidecar, session_id
-from llmtap.rawclient import request, tls_socket
+from llmtap.testing.rawclient import request, tls_socket
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmtap.framing import EventStreamDecoder, EventStreamError, JSONArrayDecoder, NDJSONDecoder, encode_event
+from llmtap.decode import EventStreamDecoder, EventStreamError, JSONArrayDecoder, NDJSONDecoder, encode_event
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
-from llmtap.attribution import Fingerprinter, read_attribution
-from llmtap.pricing import PriceFileError, Pricer, PriceRule, load_price_file
+from llmtap.intercept.attribution import Fingerprinter, read_attribution
 from llmtap.record import CallRecord
-from llmtap.redact import redact
+from llmtap.telemetry.pricing import PriceFileError, Pricer, PriceRule, load_price_file
+from llmtap.telemetry.redact import redact
 
 
 def rec(**kw: object) -> CallRecord:
@@ -111,7 +111,7 @@ def test_exporter_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
 
-    from llmtap.spans import otlp_exporter
+    from llmtap.telemetry.spans import otlp_exporter
 
     for k in (
         "OTEL_EXPORTER_OTLP_PROTOCOL",

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, stop
-from llmtap.mock import GARBAGE
-from llmtap.rawclient import ProxyRefused, request, tls_socket
+from llmtap.testing.mock import GARBAGE
+from llmtap.testing.rawclient import ProxyRefused, request, tls_socket
 
 pytestmark = pytest.mark.timeout(240)
 CHAT = "/v1/chat/completions"
@@ -229,6 +229,6 @@ def test_admin_token(mock: Mock, tmp_path: Path) -> None:
 
 
 def test_long_silence_budget() -> None:
-    from llmtap.sidecar import TCP_TIMEOUT_S
+    from llmtap.intercept.mitm import TCP_TIMEOUT_S
 
     assert TCP_TIMEOUT_S >= 30 * 60  # a reasoning model silent for 30 minutes keeps its stream

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmtap.sse import SSEDecoder, SSEEvent
+from llmtap.decode.sse import SSEDecoder, SSEEvent
 
 
 def decode(*chunks: bytes) -> list[SSEEvent]:

@@ -33,7 +33,7 @@ from helpers import (
     start_sidecar,
     stop,
 )
-from llmtap.otel import es6_number
+from llmtap.telemetry.semconv import es6_number
 
 pytestmark = pytest.mark.timeout(300)
 REAL_CH = os.environ.get("LLMTAP_TEST_CLICKHOUSE_URL", "")

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmtap import synthetic
-from llmtap.otel import SEMCONV, as_string, es6_number, otel_traces_row, span_attributes
 from llmtap.record import COLUMN_NAMES, CallRecord
 from llmtap.store import rowbinary, schema_statements
 from llmtap.store.embedded import ChdbBackend
 from llmtap.store.spool import Spool, frame, json_line_converter, scan
 from llmtap.store.writer import StoreWriter, rejects_rows
+from llmtap.telemetry.semconv import SEMCONV, as_string, es6_number, otel_traces_row, span_attributes
+from llmtap.testing import synthetic
 
 
 @pytest.fixture

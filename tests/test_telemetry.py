@@ -15,7 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import Mock, OtlpReceiver, Sidecar, openai_client, session_id, start_sidecar, stop
-from llmtap.rawclient import request
+from llmtap.testing.rawclient import request
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -13,9 +13,9 @@ import pytest
 import tiktoken
 import tiktoken.load
 
-from llmtap import errors
-from llmtap.estimate import HEURISTIC, TokenEstimator, encoding_name_for, heuristic_count
-from llmtap.sqlguard import ReadOnlyViolation, check_read_only
+from llmtap.admin.sqlguard import ReadOnlyViolation, check_read_only
+from llmtap.capture import taxonomy as errors
+from llmtap.capture.estimate import HEURISTIC, TokenEstimator, encoding_name_for, heuristic_count
 
 
 @pytest.mark.parametrize(
@@ -231,7 +231,7 @@ def test_mitmproxy_addons_init_only_builds_the_default_list() -> None:
 def test_sidecar_addons_leave_unused_mitmproxy_features_unimported() -> None:
     code = """
 import sys
-from llmtap.mitm import proxy_addons
+from llmtap.intercept.mitm import proxy_addons
 names = [type(a).__name__ for a in proxy_addons(False)]  # before mitmproxy.master, as the sidecar does
 from mitmproxy.master import Master
 assert not {"flask", "ldap3", "jinja2"} & set(sys.modules), sorted({"flask", "ldap3", "jinja2"} & set(sys.modules))

@@ -1,8 +1,13 @@
-"""Finishing calls off the event loop: capture → record → sinks (metrics, store, ...).
+"""Finishing calls off the event loop: capture → record → enrichers → sinks.
 
-The proxy hooks only enqueue; one worker thread builds records (JSON bodies,
-estimation, percentiles) and hands them to each sink. A failing sink is counted
-and logged, never propagated.
+The proxy hooks only :meth:`Pipeline.submit`; one worker thread builds each record (JSON
+bodies, estimation, percentiles), runs the enrichers (pricing, content capture, retry and
+cache analysis: they may read the :class:`~llmtap.capture.CallContext`), redacts it, and
+hands it to every sink. A failing enricher or sink is counted and logged, never propagated.
+
+The pipeline owns its sinks' lifecycle, as an OpenTelemetry ``TracerProvider`` owns its span
+processors: :meth:`Pipeline.close` drains the queue, then flushes and closes every sink in
+order.
 """
 
 from __future__ import annotations
@@ -11,18 +16,41 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from typing import Protocol
 
-from .capture import Capture, End
-from .content import content_attributes
-from .estimate import TokenEstimator
-from .metrics import Metrics
-from .pricing import Pricer
+from .capture import CallContext, Capture, End, TokenEstimator, build
 from .record import CallRecord
+from .telemetry.metrics import Metrics
+from .telemetry.redact import redact_record
 
 log = logging.getLogger("llmtap.pipeline")
 
-Sink = Callable[[CallRecord], None]
+
+class RecordSink(Protocol):
+    """Where finished records go (store, OTLP spans, metrics, logs).
+
+    Thread contract: :meth:`emit` runs on the pipeline's worker thread, one record at a time,
+    and must not block for long (a sink with slow I/O queues and works on its own thread);
+    it may raise (counted, logged, the record still reaches the other sinks). :meth:`flush`
+    and :meth:`close` are called by the pipeline at shutdown, from the thread that stops it.
+    """
+
+    def emit(self, record: CallRecord) -> None: ...
+
+    def flush(self, timeout: float) -> bool:
+        """Deliver what was emitted so far; ``True`` once it is delivered within ``timeout``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Enricher(Protocol):
+    """Adds what the call's own bytes do not say (a price, content, retry or cache analysis).
+
+    Runs on the worker thread, before the sinks, in the order given; may raise (logged).
+    """
+
+    def enrich(self, record: CallRecord, ctx: CallContext) -> None: ...
 
 
 class Pipeline:
@@ -30,16 +58,14 @@ class Pipeline:
         self,
         metrics: Metrics,
         estimator: TokenEstimator | None,
-        sinks: list[Sink],
+        sinks: list[RecordSink],
+        enrichers: list[Enricher] | None = None,
         max_queue: int = 100_000,
-        pricer: Pricer | None = None,
-        capture_content: bool = False,
     ) -> None:
         self.metrics = metrics
         self.estimator = estimator
         self.sinks = sinks
-        self.pricer = pricer
-        self.capture_content = capture_content
+        self.enrichers = enrichers or []
         self._q: queue.Queue[tuple[Capture, End] | None] = queue.Queue(max_queue)
         self._pending = 0
         self._lock = threading.Lock()
@@ -62,39 +88,34 @@ class Pipeline:
             item = self._q.get()
             if item is None:
                 return
-            cap, end = item
             try:
-                rec = cap.build(end, self.estimator)
-            except Exception:
-                log.exception("building the record for %s failed", cap.facts.api)
-                self.metrics.dropped.labels("build_error").inc()
-                self._done()
-                continue
-            try:
-                if self.pricer is not None:
-                    self.pricer.apply(rec)
-                if self.capture_content:
-                    obs = cap.adapter.obs
-                    rec.extra.update(content_attributes(cap.request_json, "".join(obs.output_text), rec.finish_reason))
-            except Exception:
-                log.exception("enriching the record for %s failed", rec.api)
-            if "parse_error" in rec.extra:
-                log.warning("side parser stopped for a %s call: %s", rec.api, rec.extra["parse_error"])
-            try:
-                self.metrics.observe(rec, cap.adapter.obs.clock.gaps)
-            except Exception:
-                log.exception("metrics sink failed")
-            for sink in self.sinks:
-                try:
-                    sink(rec)
-                except Exception:
-                    log.exception("sink %r failed", sink)
-                    self.metrics.dropped.labels("sink_error").inc()
-            self._done()
+                self._process(*item)
+            finally:
+                with self._lock:
+                    self._pending -= 1
 
-    def _done(self) -> None:
-        with self._lock:
-            self._pending -= 1
+    def _process(self, cap: Capture, end: End) -> None:
+        try:
+            rec, ctx = build(cap, end, self.estimator)
+        except Exception:
+            log.exception("building the record for %s failed", cap.facts.api)
+            self.metrics.dropped.labels("build_error").inc()
+            return
+        del cap  # nothing after the record reaches back into the capture
+        for enricher in self.enrichers:
+            try:
+                enricher.enrich(rec, ctx)
+            except Exception:
+                log.exception("enricher %s failed for a %s call", type(enricher).__name__, rec.api)
+        redact_record(rec)
+        if "parse_error" in rec.extra:
+            log.warning("side parser stopped for a %s call: %s", rec.api, rec.extra["parse_error"])
+        for sink in self.sinks:
+            try:
+                sink.emit(rec)
+            except Exception:
+                log.exception("sink %s failed", type(sink).__name__)
+                self.metrics.dropped.labels("sink_error").inc()
 
     def pending(self) -> int:
         with self._lock:
@@ -106,7 +127,15 @@ class Pipeline:
             time.sleep(0.01)
         return self.pending() == 0
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float = 10.0, sink_timeout: float = 15.0) -> None:
+        """Drain the queue, stop the worker, then flush and close each sink in order."""
         self.drain(timeout)
         self._q.put(None)
         self._thread.join(timeout)
+        for sink in self.sinks:
+            try:
+                if not sink.flush(sink_timeout):
+                    log.warning("sink %s did not flush within %.0fs", type(sink).__name__, sink_timeout)
+                sink.close()
+            except Exception:
+                log.exception("closing sink %s failed", type(sink).__name__)

@@ -2,15 +2,19 @@
 
 Unknown values are ``None`` (NULL), never 0. Token counts follow OTel semantics:
 ``input_tokens`` includes cache reads and writes, ``output_tokens`` includes reasoning.
+
+The closed vocabularies of the contract (``../shared/DESIGN.md``) are ``Literal`` types
+here, once, so that mypy catches a typo anywhere a value is written; the tuples beside
+them are the same sets at run time.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
 
-OUTCOMES = ("ok", "error", "cancelled")
-ERROR_TYPES = (
+Outcome = Literal["ok", "error", "cancelled"]
+ErrorType = Literal[
     "",
     "rate_limited",
     "quota_exhausted",
@@ -23,9 +27,33 @@ ERROR_TYPES = (
     "auth",
     "not_found",
     "upstream_disconnected",
-)
-FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled", "")
-USAGE_SOURCES = ("provider", "estimated", "none")
+]
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error", "cancelled", ""]
+UsageSource = Literal["provider", "partial", "estimated", "none"]
+Transport = Literal["http", "websocket"]
+Billing = Literal["api", "subscription", "batch", ""]
+CostSource = Literal["genai-prices", "genai-prices:model", "price_file", "provider", ""]
+CacheMissReason = Literal[
+    "", "first_call", "ttl_expired", "tools_changed", "system_changed", "history_changed", "model_changed", "unknown"
+]
+EndKind = Literal["complete", "client_disconnected", "upstream_error", "sidecar_shutdown"]
+"""How a call's transport ended: the response completed, the client went away, the upstream
+failed (reset, timeout, protocol error), or the sidecar cut it at the end of its drain."""
+
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
+FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
+USAGE_SOURCES: tuple[UsageSource, ...] = get_args(UsageSource)
+TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
+BILLINGS: tuple[Billing, ...] = get_args(Billing)
+CACHE_MISS_REASONS: tuple[CacheMissReason, ...] = get_args(CacheMissReason)
+
+ERROR_MESSAGE_CAP = 1000
+"""``error_message`` is cut to this many characters (the contract)."""
+
+
+def cap_message(text: str) -> str:
+    return text[:ERROR_MESSAGE_CAP]
 
 
 @dataclass(slots=True)
@@ -45,19 +73,19 @@ class CallRecord:
     response_id: str = ""
     stream: bool = False
     status_code: int = 0
-    outcome: str = "ok"
-    error_type: str = ""
+    outcome: Outcome = "ok"
+    error_type: ErrorType = ""
     error_code: str = ""
     error_message: str = ""
     mid_stream_error: bool = False
-    finish_reason: str = ""
+    finish_reason: FinishReason = ""
     finish_reason_raw: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
-    usage_source: str = "none"
+    usage_source: UsageSource = "none"
     cost_usd: float | None = None
     input_cost_usd: float | None = None
     output_cost_usd: float | None = None
@@ -87,9 +115,16 @@ class CallRecord:
     request_hash: str = ""
     # Not columns of llm_calls; carried on the span only.
     extra: dict[str, Any] = field(default_factory=dict)
+    # Not carried anywhere: the gaps between content events (seconds), for the metrics sink.
+    gaps_s: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record's fields by name (``extra`` included, ``gaps_s`` not), shallow."""
+        out = {name: getattr(self, name) for name in _FIELDS}
+        out["extra"] = dict(self.extra)
+        return out
 
 
-COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in fields(CallRecord) if f.name not in ("extra",))
+NOT_COLUMNS = frozenset({"extra", "gaps_s"})
+COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in fields(CallRecord) if f.name not in NOT_COLUMNS)
+_FIELDS = COLUMN_NAMES

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from ..sse import SSEEvent
-from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from ..decode import SSEEvent
+from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
 
 _CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -14,6 +14,22 @@ _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 class AnthropicMessages(Adapter):
     api = "anthropic.messages"
     operation = "chat"
+    routes: ClassVar[tuple[Route, ...]] = (
+        # Claude on Vertex AI: publishers/anthropic/models/{model}:streamRawPredict
+        Route(
+            r"/publishers/anthropic/models/(?P<model>[^/:]+):(stream)?rawpredict$",
+            providers=frozenset({"gcp.vertex_ai", None}),
+            provider="gcp.vertex_ai",
+        ),
+        # /v1/messages on Anthropic, Bedrock's Anthropic-compatible endpoint, or any host whose
+        # request speaks Anthropic (its version header or key header).
+        Route(
+            r"/messages$",
+            providers=frozenset({"anthropic", "aws.bedrock", None}),
+            or_headers=("anthropic-version", "x-api-key"),
+        ),
+    )
+    default_provider = "anthropic"
 
     def __init__(self) -> None:
         super().__init__()

@@ -4,21 +4,31 @@ An adapter is pure: it sees the parsed request body, then either framed stream
 events (with their wire arrival time) or the complete JSON body, and fills an
 :class:`Observation`. It never does I/O and never sees headers; the capture layer
 owns transport facts (status, headers, bytes, timings of the response itself).
+
+Each adapter declares what it owns: the requests it speaks for (:attr:`Adapter.routes`)
+and how a successful response is framed (:meth:`Adapter.framing`). Routing and the
+capture only loop over those declarations.
+
+Thread contract: every hook runs on the proxy's event loop, one call at a time per
+adapter. Hooks must be cheap (no I/O, no sleeping); they may raise — the capture catches,
+stops parsing that call, counts it, and the bytes still flow.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..sse import SSEEvent
-from ..timing import ContentClock
+from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, SSEEvent
+from ..record import FinishReason, cap_message
+from .timing import ContentClock
 
 MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
 
 # Provider finish/stop values → the contract's normalized finish_reason.
-FINISH_MAP: dict[str, str] = {
+FINISH_MAP: dict[str, FinishReason] = {
     "stop": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -41,11 +51,60 @@ FINISH_MAP: dict[str, str] = {
     "refusal": "refusal",
     "error": "error",
     "failed": "error",
+    # AWS Bedrock
+    "malformed_model_output": "error",
+    "malformed_tool_use": "error",
+    # Gemini (upper case, matched case-insensitively like the others)
+    "recitation": "content_filter",
+    "blocklist": "content_filter",
+    "prohibited_content": "content_filter",
+    "spii": "content_filter",
+    "image_safety": "content_filter",
+    "image_prohibited_content": "content_filter",
+    "image_recitation": "content_filter",
+    "language": "content_filter",
+    "malformed_function_call": "error",
+    "unexpected_tool_call": "error",
+    "too_many_tool_calls": "error",
 }
 
 
-def normalize_finish(raw: str) -> str:
+def normalize_finish(raw: str) -> FinishReason:
     return FINISH_MAP.get(raw.lower(), "") if raw else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A request an adapter speaks for.
+
+    ``path`` is a regex searched (case-insensitively) in the URL-decoded path without its query
+    and trailing ``/``; a named group ``model`` takes the model from the path (Gemini, Azure
+    deployments, Bedrock). ``providers``, when set, limits the route to hosts of those providers
+    (``None`` in the set: hosts llmtap does not know, reached with ``--intercept``) unless the
+    request carries one of ``or_headers``. ``provider`` names the call's provider when the path
+    alone says who serves it (an Azure deployment path behind a gateway host).
+    """
+
+    path: str
+    providers: frozenset[str | None] | None = None
+    or_headers: tuple[str, ...] = ()
+    provider: str = ""
+    method: str = "POST"
+    _rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_rx", re.compile(self.path, re.IGNORECASE))
+
+    def match(self, method: str, path: str, provider: str | None, headers: frozenset[str]) -> re.Match[str] | None:
+        if method != self.method:
+            return None
+        if (
+            self.providers is not None
+            and provider not in self.providers
+            and not any(h in headers for h in self.or_headers)
+        ):
+            return None
+        return self._rx.search(path)
 
 
 @dataclass(slots=True)
@@ -73,7 +132,7 @@ class Observation:
     response_model: str = ""
     response_id: str = ""
     finish_raw: str = ""
-    finish: str = ""
+    finish: FinishReason = ""
     usage: Usage | None = None  # provider-reported, last seen wins (it is cumulative)
     provider_cost_usd: float | None = None
     error: ErrorInfo | None = None
@@ -173,23 +232,39 @@ def error_from_body(obj: Any) -> ErrorInfo | None:
                     kind = "quota_per_day"
                 elif "PerMinute" in quota or "PerSecond" in quota:
                     kind = "quota_per_minute"
-        return ErrorInfo(code=as_str(err.get("code")), type=kind, message=as_str(err.get("message"))[:1000])
+        return ErrorInfo(code=as_str(err.get("code")), type=kind, message=cap_message(as_str(err.get("message"))))
     if isinstance(err, str) and err:
-        return ErrorInfo(message=err[:1000])
+        return ErrorInfo(message=cap_message(err))
     if obj.get("object") == "error" or (obj.get("type") == "error" and "message" in obj):
         return ErrorInfo(
             code=as_str(obj.get("code")),
             type=as_str(obj.get("type")),
-            message=as_str(obj.get("message"))[:1000],
+            message=cap_message(as_str(obj.get("message"))),
         )
     return None
 
 
 class Adapter:
-    """Base class: subclasses set ``api``/``operation`` and override the hooks they need."""
+    """Base class: subclasses set ``api``/``operation``/``routes`` and override the hooks they need."""
 
     api: ClassVar[str] = ""
     operation: ClassVar[str] = "chat"
+    routes: ClassVar[tuple[Route, ...]] = ()
+    default_provider: ClassVar[str] = "openai_compatible"  # on a host llmtap does not know
+
+    def framing(self, content_type: str, path: str) -> Framing:
+        """How a 2xx response to this call is framed (error bodies are the capture's business).
+
+        The default reads the Content-Type: SSE, AWS event-stream, NDJSON, else a JSON body.
+        Adapters whose streams the Content-Type does not reveal override it.
+        """
+        if "text/event-stream" in content_type:
+            return SSE
+        if "vnd.amazon.eventstream" in content_type:
+            return EVENTSTREAM
+        if "ndjson" in content_type:
+            return NDJSON
+        return JSON
 
     def __init__(self) -> None:
         self.obs = Observation()
@@ -214,7 +289,7 @@ class Adapter:
         """One JSON value of an NDJSON stream or a streamed JSON array."""
 
     def on_frame(self, msg: Any, t: float) -> None:
-        """One AWS event-stream message (:class:`llmtap.framing.EventStreamMessage`)."""
+        """One AWS event-stream message (:class:`llmtap.decode.EventStreamMessage`)."""
 
     # -- helpers -------------------------------------------------------------------
     def content(self, t: float) -> None:

@@ -10,22 +10,10 @@ import base64
 import json
 from typing import Any
 
-from ..framing import EventStreamMessage
-from ..sse import SSEEvent
+from ..decode import EventStreamMessage, SSEEvent
+from ..record import cap_message
 from .anthropic_messages import AnthropicMessages
-from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d
-
-STOP = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "guardrail_intervened": "content_filter",
-    "content_filtered": "content_filter",
-    "model_context_window_exceeded": "length",
-    "malformed_model_output": "error",
-    "malformed_tool_use": "error",
-}
+from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, normalize_finish
 
 
 def bedrock_usage(u: dict[str, Any]) -> Usage:
@@ -45,12 +33,14 @@ def exception_error(msg: EventStreamMessage) -> ErrorInfo:
     except ValueError:
         body = {}
     message = as_str(body.get("message") or body.get("Message") or body.get("originalMessage"))
-    return ErrorInfo(code=msg.event_type, type=msg.event_type, message=message[:1000])
+    return ErrorInfo(code=msg.event_type, type=msg.event_type, message=cap_message(message))
 
 
 class BedrockConverse(Adapter):
     api = "bedrock.converse"
     operation = "chat"
+    routes = (Route(r"/model/(?P<model>[^/]+)/(converse|converse-stream)$"),)
+    default_provider = "aws.bedrock"
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -83,7 +73,7 @@ class BedrockConverse(Adapter):
                 self.content(t)
         elif et == "messageStop":
             reason = as_str(obj.get("stopReason"))
-            self.obs.finish_raw, self.obs.finish = reason, STOP.get(reason, "")
+            self.obs.finish_raw, self.obs.finish = reason, normalize_finish(reason)
         elif et == "metadata":
             if isinstance(obj.get("usage"), dict):
                 self.obs.usage = bedrock_usage(obj["usage"])
@@ -102,7 +92,7 @@ class BedrockConverse(Adapter):
                 if "toolUse" in block:
                     self.obs.tool_call_keys.add(as_str(d(block, "toolUse").get("toolUseId")))
         reason = as_str(obj.get("stopReason"))
-        self.obs.finish_raw, self.obs.finish = reason, STOP.get(reason, "")
+        self.obs.finish_raw, self.obs.finish = reason, normalize_finish(reason)
         if isinstance(obj.get("usage"), dict):
             self.obs.usage = bedrock_usage(obj["usage"])
         latency = d(obj, "metrics").get("latencyMs")
@@ -114,6 +104,8 @@ class BedrockInvoke(AnthropicMessages):
     """InvokeModel(WithResponseStream) with Anthropic models: the body is Anthropic's own format."""
 
     api = "bedrock.invoke"
+    routes = (Route(r"/model/(?P<model>[^/]+)/(invoke|invoke-with-response-stream)$"),)
+    default_provider = "aws.bedrock"
 
     def on_frame(self, msg: EventStreamMessage, t: float) -> None:
         if msg.message_type in ("exception", "error"):

@@ -4,29 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sse import SSEEvent
-from .base import Adapter, Usage, as_int, as_str, d
-
-# Gemini finishReason → the contract's finish_reason
-FINISH = {
-    "STOP": "stop",
-    "MAX_TOKENS": "length",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "IMAGE_PROHIBITED_CONTENT": "content_filter",
-    "IMAGE_RECITATION": "content_filter",
-    "LANGUAGE": "content_filter",
-    "MALFORMED_FUNCTION_CALL": "error",
-    "UNEXPECTED_TOOL_CALL": "error",
-    "TOO_MANY_TOOL_CALLS": "error",
-    "OTHER": "",
-    "NO_IMAGE": "",
-    "IMAGE_OTHER": "",
-}
+from ..decode import JSON_ARRAY, SSE, Framing, SSEEvent
+from .base import Adapter, Route, Usage, as_int, as_str, d, normalize_finish
 
 
 def parse_gemini_usage(u: dict[str, Any]) -> Usage:
@@ -42,6 +21,23 @@ def parse_gemini_usage(u: dict[str, Any]) -> Usage:
 class GeminiGenerateContent(Adapter):
     api = "gemini.generate_content"
     operation = "generate_content"
+    routes = (
+        # Vertex AI: /v1/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent
+        Route(
+            r"/projects/[^/]+/locations/[^/]+/publishers/google/models/(?P<model>[^/:]+):(stream)?generatecontent$",
+            provider="gcp.vertex_ai",
+        ),
+        Route(r"/models/(?P<model>[^/:]+):(stream)?generatecontent$"),
+        Route(r":(stream)?generatecontent$"),  # tuned models, Code Assist: the body names the model
+    )
+    default_provider = "gcp.gemini"
+
+    def framing(self, content_type: str, path: str) -> Framing:
+        if "text/event-stream" in content_type:
+            return SSE
+        if ":streamgeneratecontent" in path.lower():
+            return JSON_ARRAY  # streamGenerateContent without alt=sse: one JSON array, element by element
+        return super().framing(content_type, path)
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -86,7 +82,7 @@ class GeminiGenerateContent(Adapter):
             fr = as_str(cand.get("finishReason"))
             if fr:
                 self.obs.finish_raw = fr
-                self.obs.finish = FINISH.get(fr, "")
+                self.obs.finish = normalize_finish(fr)
                 if self.obs.tool_call_keys and self.obs.finish == "stop":
                     self.obs.finish = "tool_calls"
                 self.obs.terminal = True

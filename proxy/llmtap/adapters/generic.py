@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sse import SSEEvent
+from ..decode import SSEEvent
 from .base import Adapter, Usage, as_int, d
 
 GENERIC_API = ""

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d
+from ..decode import NDJSON, Framing
+from ..record import FinishReason, cap_message
+from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d
 
-DONE = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
+DONE: dict[str, FinishReason] = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
 
 
 class OllamaChat(Adapter):
     api = "ollama.chat"
     operation = "chat"
+    routes = (Route(r"/api/chat$"),)
+    default_provider = "ollama"
+
+    def framing(self, content_type: str, path: str) -> Framing:
+        # Ollama streams NDJSON unless told not to, under a Content-Type that does not always say so.
+        return NDJSON if self.req.stream else super().framing(content_type, path)
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -31,7 +39,7 @@ class OllamaChat(Adapter):
         if not isinstance(obj, dict):
             return
         if obj.get("error"):
-            self.mid_stream_error(ErrorInfo(message=as_str(obj.get("error"))[:1000]))
+            self.mid_stream_error(ErrorInfo(message=cap_message(as_str(obj.get("error")))))
             return
         if isinstance(obj.get("model"), str):
             self.obs.response_model = obj["model"]
@@ -60,6 +68,7 @@ class OllamaChat(Adapter):
 class OllamaGenerate(OllamaChat):
     api = "ollama.generate"
     operation = "text_completion"
+    routes = (Route(r"/api/generate$"),)
 
     def _text(self, obj: dict[str, Any]) -> str:
         return as_str(obj.get("response")) or as_str(obj.get("thinking"))

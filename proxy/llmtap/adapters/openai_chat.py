@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sse import SSEEvent
-from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from ..decode import SSEEvent
+from ..record import cap_message
+from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
 
 # Delta keys that carry generated content. A role-only delta does not.
 _CONTENT_KEYS = ("content", "refusal", "reasoning_content", "reasoning", "audio")
@@ -24,9 +25,17 @@ def parse_chat_usage(u: dict[str, Any]) -> Usage:
     )
 
 
+# An Azure OpenAI path names its provider and its model (the deployment) whatever host serves it.
+AZURE_DEPLOYMENT = r"/openai/deployments/(?P<model>[^/]+)"
+
+
 class OpenAIChat(Adapter):
     api = "openai.chat_completions"
     operation = "chat"
+    routes = (
+        Route(AZURE_DEPLOYMENT + r"/chat/completions$", provider="azure.ai.openai"),
+        Route(r"/chat/completions$"),
+    )
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -92,7 +101,7 @@ class OpenAIChat(Adapter):
             return
         err = error_from_body(obj)
         if err is None and isinstance(d(obj, "x_groq").get("error"), str):
-            err = ErrorInfo(message=obj["x_groq"]["error"][:1000])
+            err = ErrorInfo(message=cap_message(obj["x_groq"]["error"]))
         if err is not None:
             self._meta(obj)
             self.mid_stream_error(err)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .openai_chat import OpenAIChat
+from .base import Route
+from .openai_chat import AZURE_DEPLOYMENT, OpenAIChat
 
 
 class OpenAICompletions(OpenAIChat):
     api = "openai.completions"
     operation = "text_completion"
+    routes = (
+        Route(AZURE_DEPLOYMENT + r"/completions$", provider="azure.ai.openai"),
+        Route(r"(?<!/chat)/completions$"),
+    )
 
     def _choice_text(self, choice: dict[str, Any]) -> bool:
         text = choice.get("text")

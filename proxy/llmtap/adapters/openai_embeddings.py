@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Adapter, Usage, as_int, as_str
+from .base import Adapter, Route, Usage, as_int, as_str
+from .openai_chat import AZURE_DEPLOYMENT
 
 
 class OpenAIEmbeddings(Adapter):
     api = "openai.embeddings"
     operation = "embeddings"
+    routes = (
+        Route(AZURE_DEPLOYMENT + r"/embeddings$", provider="azure.ai.openai"),
+        Route(r"/embeddings$"),
+    )
 
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sse import SSEEvent
-from .base import Adapter, ErrorInfo, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from ..decode import SSEEvent
+from ..record import cap_message
+from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from .openai_chat import AZURE_DEPLOYMENT
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _TOOL_ITEMS = frozenset(
@@ -47,6 +49,10 @@ def parse_responses_usage(u: dict[str, Any]) -> Usage:
 class OpenAIResponses(Adapter):
     api = "openai.responses"
     operation = "chat"
+    routes = (
+        Route(AZURE_DEPLOYMENT + r"/responses$", provider="azure.ai.openai"),
+        Route(r"/responses$"),
+    )
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -81,7 +87,7 @@ class OpenAIResponses(Adapter):
                 ErrorInfo(
                     code=as_str(err.get("code")),
                     type=as_str(err.get("type")),
-                    message=as_str(err.get("message"))[:1000],
+                    message=cap_message(as_str(err.get("message"))),
                 )
             )
         elif status:
@@ -110,7 +116,7 @@ class OpenAIResponses(Adapter):
                 err = ErrorInfo(
                     code=as_str(obj.get("code")),
                     type=as_str(obj.get("type")),
-                    message=as_str(obj.get("message"))[:1000],
+                    message=cap_message(as_str(obj.get("message"))),
                 )
             self.mid_stream_error(err)
         elif etype in ("response.created", "response.in_progress", "response.queued"):

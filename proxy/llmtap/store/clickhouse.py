@@ -6,7 +6,8 @@ import threading
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from . import _DB_RE, DEFAULT_DB, SCHEMA_VERSION, retention_statement, rowbinary, schema_statements
+from . import rowbinary
+from .schema import DB_NAME_RE, DEFAULT_DB, SCHEMA_VERSION, retention_statement, schema_statements
 
 
 class ClickHouseURLError(ValueError):
@@ -20,7 +21,7 @@ def parse_url(url: str) -> dict[str, Any]:
     if not u.hostname:
         raise ClickHouseURLError("clickhouse:// URL needs a host, e.g. clickhouse://user:pass@host:8123/db")
     db = u.path.strip("/") or DEFAULT_DB
-    if not _DB_RE.match(db):
+    if not DB_NAME_RE.match(db):
         raise ClickHouseURLError(f"invalid database name {db!r}")
     opts = dict(parse_qsl(u.query))
     secure = u.scheme == "clickhouses"

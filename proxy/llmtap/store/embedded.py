@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import DEFAULT_DB, retention_statement, rowbinary, schema_statements
+from . import rowbinary
+from .schema import DEFAULT_DB, retention_statement, schema_statements
 
 # Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
 # and index caches grow to 5 GiB each and the compiled-expression and query-condition caches to

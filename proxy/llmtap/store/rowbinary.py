@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import schema_sql
+from .schema import schema_sql
 
 TABLE = "otel_traces"
 # The otel_traces columns llmtap writes, in insert order.

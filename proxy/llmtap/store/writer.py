@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import Backend, rowbinary
+from . import rowbinary
+from .backend import Backend
 from .spool import Spool, frame
 
 log = logging.getLogger("llmtap.store")

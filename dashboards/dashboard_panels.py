@@ -1,0 +1,258 @@
+"""The llmtap dashboards, panel by panel (SQL with the ClickHouse plugin's macros)."""
+
+from __future__ import annotations
+
+from dashboard_kit import F, T, W, Board
+
+def overview() -> Board:
+    b = Board("llmtap-overview", "LLM overview", ["overview"])
+    b.stat("Calls", f"SELECT count() AS calls FROM llm_calls WHERE {W}")
+    b.stat("Cost", f"SELECT sum(cost_usd) AS cost FROM llm_calls WHERE {W}", unit="currencyUSD")
+    b.stat(
+        "Error rate",
+        f"SELECT countIf(outcome = 'error') / count() AS error_rate FROM llm_calls WHERE {W}",
+        unit="percentunit",
+    )
+    b.stat("TTFT p95", f"SELECT quantile(0.95)(ttft_ms) AS ttft_p95 FROM llm_calls WHERE {W}", unit="ms")
+    b.ts(
+        "Calls/s by provider",
+        f"""SELECT {T}, provider, count() / $__interval_s AS calls_per_s
+FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
+        unit="reqps",
+    )
+    b.ts(
+        "Cost per hour by model",
+        f"""SELECT {T}, request_model, sum(cost_usd) * 3600 / $__interval_s AS usd_per_hour
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Tokens/s",
+        f"""SELECT {T}, sum(input_tokens) / $__interval_s AS input, sum(output_tokens) / $__interval_s AS output,
+    sum(cache_read_tokens) / $__interval_s AS cache_read, sum(reasoning_tokens) / $__interval_s AS reasoning
+FROM llm_calls WHERE {W} GROUP BY time ORDER BY time""",
+    )
+    b.ts(
+        "Error rate by provider",
+        f"""SELECT {T}, provider, countIf(outcome = 'error') / count() AS error_rate
+FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "TTFT p50 / p95 by model",
+        f"""WITH quantiles(0.5, 0.95)(ttft_ms) AS q
+SELECT {T}, request_model, q[1] AS p50, q[2] AS p95
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+        unit="ms",
+        w=24,
+    )
+    return b
+
+
+def latency() -> Board:
+    b = Board("llmtap-latency", "LLM latency", ["latency"])
+    b.ts(
+        "TTFT p95 by model",
+        f"""SELECT {T}, request_model, quantile(0.95)(ttft_ms) AS ttft_p95
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+        unit="ms",
+    )
+    b.heatmap(
+        "TTFT distribution",
+        f"""SELECT {T}, multiIf(ttft_ms < 250, '0000-0250', ttft_ms < 500, '0250-0500',
+    ttft_ms < 1000, '0500-1000', ttft_ms < 2000, '1000-2000', ttft_ms < 4000, '2000-4000', '4000+') AS bucket,
+    count() AS calls
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, bucket ORDER BY time, bucket""",
+        description="Calls per TTFT bucket (ms) over time",
+    )
+    b.ts(
+        "Inter-token latency p50 / p95",
+        f"""SELECT {T}, quantile(0.5)(itl_p50_ms) AS itl_p50, quantile(0.95)(itl_p95_ms) AS itl_p95
+FROM llm_calls WHERE {W} AND itl_p50_ms IS NOT NULL GROUP BY time ORDER BY time""",
+        unit="ms",
+    )
+    b.ts(
+        "Output tokens/s by model (median)",
+        f"""SELECT {T}, request_model, quantile(0.5)(output_tokens_per_s) AS tokens_per_s
+FROM llm_calls WHERE {W} AND output_tokens_per_s IS NOT NULL GROUP BY time, request_model ORDER BY time""",
+    )
+    b.ts(
+        "Where the time goes: TTFB, prefill → first token, decode",
+        f"""SELECT {T}, avg(ttfb_ms) AS ttfb,
+    avg(ttft_ms - ttfb_ms) AS prefill_to_first_token, avg(decode_ms) AS decode
+FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time ORDER BY time""",
+        unit="ms",
+        field={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}},
+        w=24,
+    )
+    b.table(
+        "Slowest calls",
+        f"""SELECT timestamp, service, provider, request_model, feature, round(duration_ms) AS duration_ms,
+    round(ttft_ms) AS ttft_ms, output_tokens, outcome, trace_id
+FROM llm_calls WHERE {W} ORDER BY duration_ms DESC LIMIT 50""",
+        w=24,
+        h=10,
+        links=[TRACE_LINK],
+    )
+    return b
+
+
+TRACE_LINK = {"title": "Open trace", "url": "/d/llmtap-trace/llm-trace?var-trace_id=${__data.fields.trace_id}"}
+
+
+def cost() -> Board:
+    b = Board("llmtap-cost", "LLM cost", ["cost"])
+    b.stat("Cost", f"SELECT sum(cost_usd) AS cost FROM llm_calls WHERE {W}", unit="currencyUSD")
+    b.stat(
+        "Cost per call",
+        f"SELECT sum(cost_usd) / countIf(cost_usd IS NOT NULL) AS per_call FROM llm_calls WHERE {W}",
+        unit="currencyUSD",
+    )
+    b.stat(
+        "Cache hit ratio",
+        f"SELECT sum(cache_read_tokens) / sum(input_tokens) AS cache_hit FROM llm_calls WHERE {W}",
+        unit="percentunit",
+    )
+    b.stat(
+        "Unpriced calls",
+        f"SELECT countIf(cost_usd IS NULL AND usage_source != 'none') AS unpriced FROM llm_calls WHERE {W}",
+        description="Calls whose model has no known price",
+    )
+    b.bar(
+        "Cost by model",
+        f"""SELECT request_model, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY request_model ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.bar(
+        "Cost by feature",
+        f"""SELECT feature, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY feature ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Cost per call trend by model",
+        f"""SELECT {T}, request_model, sum(cost_usd) / countIf(cost_usd IS NOT NULL) AS usd_per_call
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="currencyUSD",
+    )
+    b.ts(
+        "Cache hit ratio by model",
+        f"""SELECT {T}, request_model, sum(cache_read_tokens) / nullIf(sum(input_tokens), 0) AS cache_hit
+FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "Cost this week vs last week",
+        f"""SELECT time, sum(this_week) AS this_week, sum(last_week) AS last_week FROM (
+    SELECT {T}, sum(cost_usd) AS this_week, 0 AS last_week
+    FROM llm_calls WHERE {W} GROUP BY time
+    UNION ALL
+    SELECT toStartOfInterval(toDateTime(timestamp + INTERVAL 7 DAY), INTERVAL $__interval_s second) AS time,
+        0 AS this_week, sum(cost_usd) AS last_week
+    FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY AND {F}
+    GROUP BY time
+) GROUP BY time ORDER BY time""",
+        unit="currencyUSD",
+        w=24,
+    )
+    b.table(
+        "Top spenders (users)",
+        f"""SELECT user_id, tenant, count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
+    sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
+FROM llm_calls WHERE {W} AND user_id != '' GROUP BY user_id, tenant ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    b.table(
+        "Spend by API key",
+        f"""SELECT api_key_id, provider, count() AS calls, round(sum(cost_usd), 4) AS cost_usd
+FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    return b
+
+
+def errors() -> Board:
+    b = Board("llmtap-errors", "LLM errors", ["errors"])
+    b.ts(
+        "Responses by status class",
+        f"""SELECT {T}, multiIf(status_code = 0, 'no response', status_code < 300, '2xx',
+    status_code < 500, '4xx', '5xx') AS class, count() AS calls
+FROM llm_calls WHERE {W} GROUP BY time, class ORDER BY time""",
+    )
+    b.ts(
+        "Mid-stream errors behind a 200",
+        f"""SELECT {T}, error_type, count() AS errors
+FROM llm_calls WHERE {W} AND mid_stream_error GROUP BY time, error_type ORDER BY time""",
+    )
+    b.bar(
+        "429 and 529: rate limit vs quota vs overload",
+        f"""SELECT error_type, count() AS calls FROM llm_calls
+WHERE {W} AND error_type IN ('rate_limited', 'quota_exhausted', 'overloaded')
+GROUP BY error_type ORDER BY calls DESC""",
+    )
+    b.ts(
+        "Retry-after asked by providers",
+        f"""SELECT {T}, provider, max(retry_after_s) AS max_retry_after_s
+FROM llm_calls WHERE {W} AND retry_after_s IS NOT NULL GROUP BY time, provider ORDER BY time""",
+        unit="s",
+    )
+    b.ts(
+        "Truncation rate (finish = length)",
+        f"""SELECT {T}, request_model, countIf(finish_reason = 'length') / count() AS truncated
+FROM llm_calls WHERE {W} AND operation != 'embeddings' GROUP BY time, request_model ORDER BY time""",
+        unit="percentunit",
+    )
+    b.ts(
+        "Cancelled by the client",
+        f"""SELECT {T}, service, countIf(outcome = 'cancelled') AS cancelled
+FROM llm_calls WHERE {W} GROUP BY time, service ORDER BY time""",
+    )
+    b.table(
+        "Errors by type",
+        f"""SELECT provider, error_type, any(error_code) AS example_code, count() AS calls,
+    any(error_message) AS example_message
+FROM llm_calls WHERE {W} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 30""",
+        w=24,
+    )
+    b.table(
+        "Retry storms (same request repeated)",
+        f"""SELECT request_hash, any(service) AS service, any(request_model) AS model,
+    count() AS attempts, countIf(outcome = 'error') AS failed, min(timestamp) AS first, max(timestamp) AS last
+FROM llm_calls WHERE {W} AND request_hash != '' GROUP BY request_hash HAVING attempts >= 3
+ORDER BY attempts DESC LIMIT 20""",
+        w=24,
+    )
+    return b
+
+
+def calls() -> Board:
+    b = Board("llmtap-calls", "LLM calls explorer", ["calls"])
+    b.table(
+        "Calls",
+        f"""SELECT timestamp, service, provider, request_model, feature, user_id, outcome, error_type,
+    status_code, input_tokens, output_tokens, round(cost_usd, 6) AS cost_usd, round(ttft_ms) AS ttft_ms,
+    round(duration_ms) AS duration_ms, finish_reason, trace_id
+FROM llm_calls WHERE {W} ORDER BY timestamp DESC LIMIT 500""",
+        w=24,
+        h=20,
+        links=[TRACE_LINK],
+    )
+    return b
+
+
+def trace() -> Board:
+    b = Board("llmtap-trace", "LLM trace", ["trace"])
+    b.panel(
+        "traces",
+        "Trace",
+        """SELECT TraceId AS traceID, SpanId AS spanID, ParentSpanId AS parentSpanID,
+    ServiceName AS serviceName, SpanName AS operationName,
+    multiply(toUnixTimestamp64Nano(Timestamp), 0.000001) AS startTime, multiply(Duration, 0.000001) AS duration,
+    arrayMap(key -> map('key', key, 'value', SpanAttributes[key]), mapKeys(SpanAttributes)) AS tags,
+    arrayMap(key -> map('key', key, 'value', ResourceAttributes[key]), mapKeys(ResourceAttributes)) AS serviceTags,
+    if(StatusCode IN ('Error', 'STATUS_CODE_ERROR'), 2, 0) AS statusCode
+FROM otel_traces WHERE TraceId = '${trace_id}' ORDER BY startTime""",
+        fmt=3,
+        w=24,
+        h=16,
+    )
+    return b

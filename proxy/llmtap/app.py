@@ -1,0 +1,221 @@
+"""``llmtap run``: the composition root. Config → build every part → start → close, in one order.
+
+Build order follows the data flow backwards (stores and sinks first, the proxy last), and
+shutdown runs it forwards: the proxy stops taking traffic, the pipeline drains and closes its
+sinks (store writer, spans, metrics, logs), then the admin server and the store close.
+Test tooling (fault injection) is wired here and only here, when asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .admin.server import AdminServer, AdminState
+from .capture import TokenEstimator
+from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
+from .intercept.attribution import Fingerprinter
+from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
+from .intercept.routing import allow_host_patterns
+from .pipeline import Enricher, Pipeline, RecordSink
+from .store import Backend, StoreSink, open_backend, rowbinary
+from .store.spool import Spool, json_line_converter
+from .store.writer import StoreWriter
+from .telemetry import ContentCapture, LogSink, Metrics, MetricsSink, Pricer, load_price_file
+
+log = logging.getLogger("llmtap")
+
+
+@dataclass
+class RunConfig:
+    listen: tuple[str, int]
+    admin: tuple[str, int]
+    data_dir: Path
+    store: str
+    intercept: list[str] = field(default_factory=list)
+    upstream_ca: Path | None = None
+    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    service: str = ""
+    proxy_auth: str = ""
+    allow_open_proxy: bool = False
+    admin_token: str = ""
+    otlp_endpoint: str = ""
+    capture_content: bool = False
+    prices: Path | None = None
+    content_retention_days: int = 7
+    traces_retention_days: int = 0
+    calls_retention_days: int = 0
+    spool_max_mb: int = 1024
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(cfg: RunConfig) -> None:
+    if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
+        raise ConfigError(
+            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
+            "(or --allow-open-proxy if the network in front of it is trusted)"
+        )
+    if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
+        raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
+
+
+def resource_attributes() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        k, sep, v = part.partition("=")
+        if sep and k.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+@dataclass
+class Sidecar:
+    """Every part of a running sidecar, built by :func:`build`."""
+
+    cfg: RunConfig
+    metrics: Metrics
+    backend: Backend | None
+    writer: StoreWriter | None
+    pipeline: Pipeline
+    addon: LlmTapAddon
+    upstream: Path | None
+
+    def health(self) -> dict[str, Any]:
+        h: dict[str, Any] = {
+            "status": "ok" if self.addon.running_since is not None else "starting",
+            "version": __version__,
+            "pending": self.pipeline.pending(),
+            "inflight_calls": self.addon.inflight,
+            "event_loop_tasks": self.addon.loop_tasks(),
+        }
+        if self.writer is not None:
+            queued = self.writer.queued()
+            self.metrics.store_queue.set(queued)
+            self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
+            h.update(
+                store_queue=queued, store_ok=self.writer.failing_since is None, records_written=self.writer.written
+            )
+        return h
+
+    def query(self, sql: str, fmt: str) -> bytes:
+        if self.backend is None:
+            raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
+        if self.writer is not None:
+            self.writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
+        return self.backend.query(sql, fmt)
+
+
+def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
+    """``LLMTAP_FAULT_INJECT``: the chaos tests' faults, from the testing wing, only when asked for."""
+    if not os.environ.get("LLMTAP_FAULT_INJECT"):
+        return None, []
+    from .testing import faults
+
+    return faults.adapter_factory(), faults.sinks()
+
+
+def build(cfg: RunConfig) -> Sidecar:
+    check_exposure(cfg)
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(cfg.data_dir, 0o700)
+    ensure_ca(cfg.data_dir)
+    client_bundle(cfg.data_dir)  # what `llmtap env` points clients at
+    upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
+
+    metrics = Metrics()
+    retention = {
+        "llm_content": cfg.content_retention_days,
+        "otel_traces": cfg.traces_retention_days,
+        "llm_calls": cfg.calls_retention_days,
+    }
+    backend = open_backend(cfg.store, retention)
+    resource = resource_attributes()
+    make_adapter, fault_sinks = _faults()
+    sinks: list[RecordSink] = [*fault_sinks]
+    writer: StoreWriter | None = None
+    if backend is not None:
+
+        def dropped(reason: str, n: int) -> None:
+            metrics.dropped.labels(reason).inc(n)
+
+        spool = Spool(
+            cfg.data_dir / "spool",
+            max_bytes=cfg.spool_max_mb << 20,
+            on_drop=dropped,
+            legacy=json_line_converter(rowbinary.encode),
+        )
+        writer = StoreWriter(backend, spool, quarantine_dir=cfg.data_dir / "quarantine", on_drop=dropped)
+        sinks.append(StoreSink(writer, resource))
+    sinks += [MetricsSink(metrics), LogSink()]
+    if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from .telemetry.spans import SpanSink, otlp_exporter
+
+        sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
+    elif backend is None:
+        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
+    enrichers: list[Enricher] = [Pricer(load_price_file(cfg.prices) if cfg.prices else [])]
+    if cfg.capture_content:
+        enrichers.append(ContentCapture())
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
+    addon = LlmTapAddon(
+        AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
+        pipeline,
+        Fingerprinter.from_data_dir(cfg.data_dir),
+        make_adapter,
+    )
+    return Sidecar(cfg, metrics, backend, writer, pipeline, addon, upstream)
+
+
+def run(cfg: RunConfig) -> int:
+    from .intercept.mitm import ProxySettings, serve
+
+    sc = build(cfg)
+    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
+    admin.start()
+    settings = ProxySettings(
+        listen=cfg.listen,
+        confdir=ca_dir(cfg.data_dir),
+        allow_hosts=allow_host_patterns(cfg.intercept),
+        upstream_bundle=sc.upstream,
+        proxy_auth=cfg.proxy_auth,
+        connect_to=cfg.connect_to,
+    )
+
+    def announce() -> None:
+        print(
+            f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+            f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    try:
+        asyncio.run(serve(settings, sc.addon, announce))
+    finally:
+        log.info("shutting down: flushing records")
+        sc.pipeline.close()
+        admin.close()
+        if sc.backend is not None:
+            sc.backend.close()
+    written = sc.writer.written if sc.writer is not None else 0
+    print(f"llmtap: stopped ({written} records written to the store)", file=sys.stderr)
+    return 0

@@ -1,0 +1,185 @@
+"""Worker side of a capture: the finished call → one :class:`~llmtap.record.CallRecord`.
+
+Runs on the pipeline's worker thread, never on the event loop: whole JSON bodies are parsed
+here, usage is estimated where the provider reported none, percentiles are computed. What the
+enrichers need beyond the record (the request body, the output text) is handed over in a
+:class:`CallContext`, so nothing after this step reaches back into the capture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..adapters.base import ErrorInfo, Usage, collect_text, error_from_body
+from ..adapters.timing import percentile
+from ..record import CallRecord, cap_message
+from . import headers as hdr
+from . import taxonomy
+from .estimate import TokenEstimator
+from .tee import Capture, End
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What the worker-side enrichers may read besides the record (never the sinks)."""
+
+    request: Any  # the parsed request body (None when it was not JSON)
+    output_text: str  # the text the response carried (capped), for content capture
+    request_headers: list[tuple[str, str]]
+
+
+def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[CallRecord, CallContext]:
+    cap.finish(end.mono)
+    f, a = cap.facts, cap.adapter
+    obs, req = a.obs, a.req
+    attr = f.attribution
+    r = CallRecord(
+        timestamp=f.start_wall,
+        trace_id=f.trace_id,
+        span_id=f.span_id,
+        service=attr.get("service") or f.service,
+        provider=f.provider,
+        api=f.api,
+        operation=a.operation,
+        server_address=f.host,
+        server_port=f.port,
+        request_model=req.model,
+        response_model=obs.response_model,
+        response_id=obs.response_id,
+        stream=cap.streamed or req.stream,
+        status_code=cap.status,
+        duration_ms=max(end.mono - f.start_mono, 0.0) * 1000.0,
+        request_bytes=len(f.body),
+        response_bytes=cap.response_bytes,
+        user_id=attr.get("user_id") or req.user,
+        session_id=attr.get("session_id", ""),
+        tenant=attr.get("tenant", ""),
+        feature=attr.get("feature", ""),
+        prompt_version=attr.get("prompt_version", ""),
+        api_key_id=f.api_key_id,
+        request_hash=hashlib.sha256(f.body).hexdigest()[:32] if f.body else "",
+        max_output_tokens=req.max_output_tokens
+        if req.max_output_tokens is None or 0 <= req.max_output_tokens < 2**32
+        else None,
+        tool_calls=len(obs.tool_call_keys),
+        finish_reason=obs.finish,
+        finish_reason_raw=obs.finish_raw,
+    )
+    if f.parent_span_id:
+        r.extra["parent_span_id"] = f.parent_span_id
+    if cap.parse_error:
+        r.extra["parse_error"] = cap.parse_error
+    if cap.headers_mono is not None:
+        r.ttfb_ms = (cap.headers_mono - f.start_mono) * 1000.0
+    _timings(r, cap)
+    hdr.apply_response_headers(r, cap.resp_headers, obs.extra.get("provider_processing_ms"))
+    _outcome(r, cap, end)
+    _usage(r, cap, estimator)
+    ctx = CallContext(cap.request_json, "".join(obs.output_text), f.headers)
+    return r, ctx
+
+
+def _timings(r: CallRecord, cap: Capture) -> None:
+    clock, start = cap.adapter.obs.clock, cap.facts.start_mono
+    r.content_events = clock.count if cap.streamed else 0
+    if not cap.streamed or clock.first is None or clock.last is None:
+        return
+    r.ttft_ms = (clock.first - start) * 1000.0
+    r.decode_ms = (clock.last - clock.first) * 1000.0
+    if clock.gaps:
+        r.gaps_s = clock.gaps
+        gaps = sorted(clock.gaps)
+        r.itl_p50_ms = percentile(gaps, 0.5) * 1000.0
+        r.itl_p95_ms = percentile(gaps, 0.95) * 1000.0
+        r.itl_max_ms = clock.gap_max * 1000.0
+
+
+def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
+    obs = cap.adapter.obs
+    err: ErrorInfo | None = None
+    if cap.status >= 400:
+        err = error_from_body(cap.error_body) or ErrorInfo()
+        r.outcome = "error"
+        r.error_type = taxonomy.classify(cap.status, err.code, err.type, err.message)
+        r.finish_reason, r.finish_reason_raw = "", ""
+    elif obs.error is not None:
+        err = obs.error
+        r.outcome = "error"
+        r.mid_stream_error = True
+        r.error_type = taxonomy.classify(0, err.code, err.type, err.message)
+        r.finish_reason = "error"
+    elif end.kind == "client_disconnected" and not obs.terminal:
+        # A client that leaves after the terminal event (SDKs stop reading at
+        # [DONE] / message_stop) received the whole answer: that is not a cancel.
+        r.outcome = "cancelled"
+        r.finish_reason = "cancelled"
+    elif not obs.terminal and (
+        end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error)
+    ):
+        r.outcome = "error"
+        msg = end.message or "stream ended before its terminal event"
+        r.error_type = taxonomy.transport_error_type(msg)
+        r.error_message = cap_message(msg)
+        if cap.streamed:
+            r.mid_stream_error = 200 <= cap.status < 300
+    if err is not None:
+        amzn = dict(cap.resp_headers).get("x-amzn-errortype", "")
+        if not err.code and amzn:  # Bedrock names the exception in a header
+            err.code = amzn.split(":", 1)[0]
+            r.error_type = taxonomy.classify(cap.status, err.code, err.type, err.message)
+        r.error_code = err.code[:200]
+        r.error_message = cap_message(err.message)
+        if r.retry_after_s is None:
+            r.retry_after_s = taxonomy.retry_after_from_message(err.message)
+
+
+def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> None:
+    """Provider usage as is; estimation fills what is missing and marks the row.
+
+    A stream that did not finish (cancelled, cut, failed mid-way) has at best a
+    partial usage report (Anthropic's ``message_start`` carries a placeholder
+    output count), so its output is estimated from the text actually seen.
+    """
+    adapter = cap.adapter
+    obs, req = adapter.obs, adapter.req
+    usage = obs.usage
+    unfinished = cap.streamed and r.outcome != "ok"
+    if usage is not None and not unfinished:
+        r.usage_source = "provider"
+    elif usage is None and (r.status_code >= 400 or r.status_code == 0):
+        r.usage_source = "none"
+        return
+    else:
+        model = req.model or obs.response_model
+        est_in = est_out = 0
+        labels: list[str] = []
+        if estimator is not None:
+            if usage is None or usage.input == 0:
+                parts: list[str] = []  # the prompt's text, gathered only when it must be estimated
+                collect_text(cap.request_json, parts)
+                est_in, label = estimator.count("\n".join(parts), model)
+                labels.append(label)
+            if adapter.operation != "embeddings":
+                est_out, label = estimator.count("".join(obs.output_text), model)
+                labels.append(label)
+        base = usage or Usage()
+        usage = Usage(
+            input=base.input or est_in,
+            output=max(base.output, est_out),
+            cache_read=base.cache_read,
+            cache_write=base.cache_write,
+            reasoning=base.reasoning,
+        )
+        r.usage_source = "estimated"
+        if labels:
+            r.extra["usage_estimator"] = labels[-1]
+    r.input_tokens, r.output_tokens = usage.input, usage.output
+    r.cache_read_tokens, r.cache_write_tokens = usage.cache_read, usage.cache_write
+    r.reasoning_tokens = usage.reasoning
+    if obs.provider_cost_usd is not None:
+        r.cost_usd = obs.provider_cost_usd
+        r.extra["cost_source"] = "provider"
+    if r.decode_ms and r.decode_ms > 0 and r.output_tokens:
+        r.output_tokens_per_s = r.output_tokens / (r.decode_ms / 1000.0)

@@ -1,0 +1,74 @@
+"""What a provider's response headers say: request id, provider time, rate limits, retry-after."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+from ..record import CallRecord
+
+REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "apim-request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-groq-id",
+    "x-ds-trace-id",
+    "x-generation-id",
+    "cf-ray",
+)
+PROCESSING_HEADERS = ("openai-processing-ms", "x-envoy-upstream-service-time")  # milliseconds
+
+
+def apply_response_headers(r: CallRecord, headers: list[tuple[str, str]], body_processing_ms: object = None) -> None:
+    h = dict(headers)
+    for name in REQUEST_ID_HEADERS:
+        if h.get(name):
+            r.request_id = h[name][:200]
+            break
+    for name in PROCESSING_HEADERS:
+        v = to_float(h.get(name))
+        if v is not None:
+            r.provider_processing_ms = v
+            break
+    # Groq, Ollama and Bedrock report it in the body instead.
+    if r.provider_processing_ms is None and isinstance(body_processing_ms, (int, float)):
+        r.provider_processing_ms = float(body_processing_ms)
+    r.ratelimit_remaining_requests = to_int(
+        h.get("x-ratelimit-remaining-requests") or h.get("anthropic-ratelimit-requests-remaining")
+    )
+    r.ratelimit_remaining_tokens = to_int(
+        h.get("x-ratelimit-remaining-tokens") or h.get("anthropic-ratelimit-tokens-remaining")
+    )
+    ms = to_float(h.get("retry-after-ms"))
+    if ms is not None:
+        r.retry_after_s = ms / 1000.0
+    elif h.get("retry-after"):
+        r.retry_after_s = retry_after(h["retry-after"])
+
+
+def to_float(v: str | None) -> float | None:
+    if not v:
+        return None
+    try:
+        return float(v.strip())
+    except ValueError:
+        return None
+
+
+def to_int(v: str | None) -> int | None:
+    f = to_float(v)
+    return int(f) if f is not None else None
+
+
+def retry_after(v: str) -> float | None:
+    """``Retry-After``: seconds, or an HTTP date."""
+    f = to_float(v)
+    if f is not None:
+        return f
+    try:
+        dt = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError):
+        return None
+    return max(dt.timestamp() - time.time(), 0.0)

@@ -1,0 +1,142 @@
+"""The other commands: ``run``, ``schema``, ``ca``, ``env``, ``mock-provider``, ``seed``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..intercept.routing import parse_host_port
+from .parser import addr, connect_to
+from .query import store_url
+
+
+def _token(token: str, path: str) -> str:
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as e:
+            raise SystemExit(f"llmtap: cannot read --admin-token-file: {e}") from None
+    return token
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..app import ConfigError, RunConfig, run
+    from ..store import StoreURLError
+    from ..telemetry import PriceFileError
+
+    cfg = RunConfig(
+        listen=addr(args.listen, "--listen"),
+        admin=addr(args.admin, "--admin"),
+        data_dir=Path(args.data_dir).resolve(),
+        store=store_url(args),
+        intercept=list(args.intercept),
+        upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
+        connect_to=connect_to(args.connect_to),
+        service=args.service,
+        proxy_auth=args.proxy_auth,
+        allow_open_proxy=args.allow_open_proxy,
+        admin_token=_token(args.admin_token, args.admin_token_file),
+        otlp_endpoint=args.otlp_endpoint or "",
+        capture_content=args.capture_content,
+        prices=Path(args.prices) if args.prices else None,
+        content_retention_days=args.content_retention_days,
+        traces_retention_days=args.traces_retention_days,
+        calls_retention_days=args.calls_retention_days,
+        spool_max_mb=args.spool_max_mb,
+    )
+    for spec in cfg.intercept:
+        try:
+            parse_host_port(spec)
+        except ValueError as e:
+            raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
+    try:
+        return run(cfg)
+    except (ConfigError, StoreURLError, FileNotFoundError, PriceFileError) as e:
+        print(f"llmtap: {e}", file=sys.stderr)
+        return 2
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from ..store import cluster_statements, schema_statements
+
+    try:
+        stmts = cluster_statements(args.db, args.cluster) if args.cluster else schema_statements(args.db)
+    except ValueError as e:
+        print(f"llmtap: {e}", file=sys.stderr)
+        return 2
+    if not args.apply:
+        print(";\n\n".join(stmts) + ";")
+        return 0
+    if not args.store or not args.store.startswith(("clickhouse://", "clickhouses://")):
+        print("llmtap: --apply needs --store clickhouse://user:pass@host:8123/db", file=sys.stderr)
+        return 2
+    import clickhouse_connect
+
+    from ..store.clickhouse import parse_url
+
+    cfg = parse_url(args.store)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client = clickhouse_connect.get_client(
+                host=cfg["host"],
+                port=cfg["port"],
+                username=cfg["username"],
+                password=cfg["password"],
+                secure=cfg["secure"],
+            )
+            break
+        except Exception as e:
+            if time.monotonic() > deadline:
+                print(f"llmtap: cannot reach {cfg['host']}:{cfg['port']}: {e}", file=sys.stderr)
+                return 1
+            time.sleep(1)
+    for stmt in stmts:
+        client.command(stmt)
+    print(f"llmtap: applied {len(stmts)} statements to {cfg['host']}:{cfg['port']}", file=sys.stderr)
+    return 0
+
+
+def cmd_ca(args: argparse.Namespace) -> int:
+    from ..intercept.ca import ensure_ca
+
+    print(ensure_ca(Path(args.data_dir).resolve()))
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from ..intercept.ca import client_bundle
+
+    bundle = client_bundle(Path(args.data_dir).resolve())
+    host, port = addr(args.listen, "--listen")
+    proxy = f"http://{host}:{port}"
+    for name, value in (
+        ("HTTPS_PROXY", proxy),
+        ("https_proxy", proxy),
+        ("SSL_CERT_FILE", bundle),
+        ("REQUESTS_CA_BUNDLE", bundle),
+        ("NODE_EXTRA_CA_CERTS", bundle),
+    ):
+        print(f"export {name}='{value}'")
+    return 0
+
+
+def cmd_mock(args: argparse.Namespace) -> int:
+    from ..testing.mock import serve
+
+    host, port = addr(args.listen, "--listen")
+    return serve(host, port, Path(args.cert_dir))
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from ..testing import synthetic
+
+    return synthetic.run(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..testing import demo
+
+    return demo.run(args)

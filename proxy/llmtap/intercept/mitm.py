@@ -1,0 +1,132 @@
+"""The part of mitmproxy the sidecar runs: a regular-mode proxy's addons, imported leanly, and the loop.
+
+``mitmdump`` loads ~35 addons (replay, map-local, the mitm.it onboarding app, save,
+scripts, ...) and mitmproxy offers every hook of every flow to each of them: under load
+that dispatch alone was ~15% of the proxy's CPU. And ``mitmproxy.addons/__init__.py``
+imports all of them to build that default list, pulling in flask, jinja2, ldap3 and
+more: ~14 MB of resident memory for features llmtap does not use.
+
+So the sidecar adds only what a regular-mode proxy needs, and imports the addon modules
+without running the package's ``__init__``. That file holds nothing but those imports
+and ``default_addons()`` (``tests/test_units.py`` checks it still does, for the
+mitmproxy installed), so skipping it changes nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.machinery
+import importlib.util
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ADDONS_PACKAGE = "mitmproxy.addons"
+
+
+def _addons_namespace() -> None:
+    """Make ``mitmproxy.addons`` a plain package of its submodules (its ``__init__`` not run)."""
+    if ADDONS_PACKAGE in sys.modules:
+        return
+    import mitmproxy
+
+    found = importlib.util.find_spec(ADDONS_PACKAGE)
+    if found is None or found.submodule_search_locations is None:
+        return  # a layout we do not know: import it the normal way
+    spec = importlib.machinery.ModuleSpec(ADDONS_PACKAGE, None, is_package=True)
+    spec.submodule_search_locations = list(found.submodule_search_locations)
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = found.origin
+    sys.modules[ADDONS_PACKAGE] = module
+    mitmproxy.addons = module
+
+
+def proxy_addons(proxy_auth: bool) -> list[Any]:
+    """The addons, in mitmdump's order: options and commands (core), refusing clients from
+    public addresses (block), h2c-upgrade refusal (disable_h2c), proxy auth when asked for,
+    the servers (proxyserver), protocol detection (next_layer), TLS interception
+    (tlsconfig), and exiting on startup errors (errorcheck)."""
+    _addons_namespace()
+    from mitmproxy.addons import block, core, disable_h2c, errorcheck, next_layer, proxyserver, tlsconfig
+
+    addons: list[Any] = [core.Core(), block.Block(), disable_h2c.DisableH2C()]
+    if proxy_auth:
+        from mitmproxy.addons import proxyauth
+
+        addons.append(proxyauth.ProxyAuth())
+    addons += [proxyserver.Proxyserver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
+    return addons
+
+
+# Reasoning models can stay silent for many minutes: keep idle connections for 35 min.
+TCP_TIMEOUT_S = 35 * 60
+
+
+@dataclass
+class ProxySettings:
+    listen: tuple[str, int]
+    confdir: Path
+    allow_hosts: list[str]
+    upstream_bundle: Path | None = None
+    proxy_auth: str = ""
+    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+
+
+def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str, int], tuple[str, int]]) -> None:
+    """``--connect-to HOST:PORT:ADDR:PORT`` as curl does it: name resolution of HOST:PORT on
+    the proxy's event loop yields ADDR:PORT. Everything else (TLS name, Host header, connection
+    reuse) stays the original host's."""
+    resolve = loop.getaddrinfo
+
+    async def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and port is not None:
+            target = mapping.get((host.lower(), int(port)))
+            if target is not None:
+                host, port = target
+        return await resolve(host, port, *args, **kwargs)
+
+    loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
+
+
+async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], None] | None = None) -> None:
+    """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT."""
+    addons = proxy_addons(bool(settings.proxy_auth))  # first: keeps mitmproxy's unused addons unimported
+    from mitmproxy.master import Master
+    from mitmproxy.options import Options
+
+    opts = Options(confdir=str(settings.confdir))
+    master = Master(opts, with_termlog=False)
+    master.addons.add(*addons)
+    update: dict[str, Any] = {
+        "listen_host": settings.listen[0],
+        "listen_port": settings.listen[1],
+        "mode": ["regular"],
+        "allow_hosts": settings.allow_hosts,
+        "tcp_timeout": TCP_TIMEOUT_S,
+        "connection_strategy": "lazy",
+        "http3": False,
+    }
+    if settings.upstream_bundle is not None:
+        update["ssl_verify_upstream_trusted_ca"] = str(settings.upstream_bundle)
+    if settings.proxy_auth:
+        update["proxyauth"] = settings.proxy_auth
+    opts.update(**update)
+    master.addons.add(addon)
+    loop = asyncio.get_running_loop()
+    if settings.connect_to:
+        install_connect_to(loop, settings.connect_to)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, master.shutdown)
+
+    async def announce() -> None:
+        while addon.running_since is None:
+            await asyncio.sleep(0.05)
+        if on_running is not None:
+            on_running()
+
+    task = asyncio.create_task(announce())
+    await master.run()
+    task.cancel()

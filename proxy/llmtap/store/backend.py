@@ -1,0 +1,16 @@
+"""What the writer and the read paths need from a store."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Backend(Protocol):
+    """What the writer needs from a store."""
+
+    def insert_rows(self, rows: list[bytes], token: str) -> None:
+        """Insert ``otel_traces`` rows (RowBinary, see :mod:`.rowbinary`); ``token`` deduplicates a re-sent batch."""
+
+    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,45 @@
+"""Store URLs → backends: ``chdb://PATH`` (embedded, default) or ``clickhouse[s]://...``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .backend import Backend
+from .schema import DEFAULT_DB
+
+
+class StoreURLError(ValueError):
+    pass
+
+
+def default_store_url(data_dir: Path) -> str:
+    return f"chdb://{data_dir / 'store'}"
+
+
+def chdb_path(url: str) -> Path:
+    rest = url[len("chdb://") :]
+    if not rest:
+        raise StoreURLError("chdb:// needs a path, e.g. chdb://./llmtap-data/store")
+    return Path(rest).expanduser()
+
+
+def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend | None:
+    """The backend for a store URL; ``none`` means no store (OTLP export only)."""
+    if url.strip().lower() == "none":
+        return None
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "chdb":
+        from .embedded import ChdbBackend
+
+        return ChdbBackend(chdb_path(url), DEFAULT_DB, retention)
+    if scheme in ("clickhouse", "clickhouses"):
+        from .clickhouse import ClickHouseBackend, ClickHouseURLError
+
+        try:
+            return ClickHouseBackend(url, retention=retention)
+        except ClickHouseURLError as e:
+            raise StoreURLError(str(e)) from None
+    raise StoreURLError(
+        f"unknown store URL scheme {scheme!r}: use chdb://PATH, clickhouse://user:pass@host:8123/db or none"
+    )

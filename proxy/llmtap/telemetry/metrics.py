@@ -1,0 +1,133 @@
+"""Prometheus metrics (the contract in DESIGN.md): one registry, no per-request labels."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from ..record import CallRecord
+
+# OTel GenAI advice (gen_ai.client.operation.duration, time_to_first_chunk, time_per_output_chunk).
+GENAI_SECONDS_BUCKETS = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "llmtap_requests",
+            "LLM calls seen",
+            ["provider", "model", "operation", "outcome", "error_type"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "llmtap_tokens",
+            "Tokens (input and output are inclusive totals)",
+            ["provider", "model", "type"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "llmtap_cost_usd", "Cost in USD (calls with a known price)", ["provider", "model"], registry=r
+        )
+        self.duration = Histogram(
+            "llmtap_request_duration_seconds",
+            "Request start to end of response",
+            ["provider", "model", "operation", "outcome"],
+            buckets=GENAI_SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "llmtap_time_to_first_token_seconds",
+            "Request start to first content-bearing event (streams)",
+            ["provider", "model"],
+            buckets=GENAI_SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.chunk_gap = Histogram(
+            "llmtap_time_per_output_chunk_seconds",
+            "Gap between consecutive content-bearing events",
+            ["provider", "model"],
+            buckets=GENAI_SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.mid_stream = Counter(
+            "llmtap_mid_stream_errors",
+            "Errors that arrived in the body after a 2xx",
+            ["provider", "model", "error_type"],
+            registry=r,
+        )
+        self.ratelimit = Gauge(
+            "llmtap_ratelimit_remaining",
+            "Remaining rate limit reported by the provider",
+            ["provider", "api_key_id", "kind"],
+            registry=r,
+        )
+        self.dropped = Counter("llmtap_records_dropped", "Records lost, by reason", ["reason"], registry=r)
+        self.store_queue = Gauge("llmtap_store_queue_records", "Records waiting for the store", registry=r)
+        self.spool_bytes = Gauge("llmtap_spool_bytes", "Bytes in the on-disk spool", registry=r)
+        self.parse_errors = Counter(
+            "llmtap_parse_errors", "Side-parser failures (traffic unaffected)", ["api"], registry=r
+        )
+
+    def observe(self, rec: CallRecord, gaps_s: list[float] | None = None) -> None:
+        p, m = rec.provider, rec.request_model
+        self.requests.labels(p, m, rec.operation, rec.outcome, rec.error_type).inc()
+        for kind, n in (
+            ("input", rec.input_tokens),
+            ("output", rec.output_tokens),
+            ("cache_read", rec.cache_read_tokens),
+            ("cache_write", rec.cache_write_tokens),
+            ("reasoning", rec.reasoning_tokens),
+        ):
+            if n:
+                self.tokens.labels(p, m, kind).inc(n)
+        if rec.cost_usd:
+            self.cost.labels(p, m).inc(rec.cost_usd)
+        self.duration.labels(p, m, rec.operation, rec.outcome).observe(rec.duration_ms / 1000.0)
+        if rec.ttft_ms is not None:
+            self.ttft.labels(p, m).observe(rec.ttft_ms / 1000.0)
+        if gaps_s:
+            h = self.chunk_gap.labels(p, m)
+            for g in gaps_s:
+                h.observe(g)
+        if rec.mid_stream_error:
+            self.mid_stream.labels(p, m, rec.error_type).inc()
+        if rec.ratelimit_remaining_requests is not None:
+            self.ratelimit.labels(p, rec.api_key_id, "requests").set(rec.ratelimit_remaining_requests)
+        if rec.ratelimit_remaining_tokens is not None:
+            self.ratelimit.labels(p, rec.api_key_id, "tokens").set(rec.ratelimit_remaining_tokens)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsSink:
+    """A :class:`~llmtap.pipeline.RecordSink` that counts each record into :class:`Metrics`."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def emit(self, record: CallRecord) -> None:
+        self.metrics.observe(record, record.gaps_s)
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass

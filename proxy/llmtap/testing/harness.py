@@ -1,0 +1,181 @@
+"""Start and stop llmtap processes: the mock provider and the sidecar.
+
+Used by the tests, the benchmarks and ``llmtap demo``: each process is a real
+``python -m llmtap ...`` subprocess on 127.0.0.1, stopped with SIGTERM (then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LLMTAP = [sys.executable, "-m", "llmtap"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 20.0) -> int | None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+@dataclass
+class Mock:
+    proc: subprocess.Popen[Any]
+    port: int
+    ca: Path
+
+    def requests(self) -> list[dict[str, Any]]:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=10)
+        conn.request("GET", "/_mock/requests")
+        data = json.loads(conn.getresponse().read())
+        conn.close()
+        return list(data)
+
+
+def start_mock(cert_dir: Path, env: dict[str, str] | None = None) -> Mock:
+    proc = subprocess.Popen(
+        [*LLMTAP, "mock-provider", "--listen", "127.0.0.1:0", "--cert-dir", str(cert_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        stop(proc)
+        raise RuntimeError(f"mock provider failed: {proc.stderr.read() if proc.stderr else ''}")
+    info = json.loads(line)
+    return Mock(proc, int(info["port"]), Path(info["ca"]))
+
+
+@dataclass
+class Sidecar:
+    proc: subprocess.Popen[Any]
+    listen: int
+    admin: int
+    data_dir: Path
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def proxy_url(self) -> str:
+        return f"http://127.0.0.1:{self.listen}"
+
+    @property
+    def bundle(self) -> Path:
+        return self.data_dir / "ca-bundle.pem"
+
+    def admin_request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def sql(self, query: str) -> list[dict[str, Any]]:
+        status, body = self.admin_request("POST", "/api/sql?format=JSONEachRow", query.encode())
+        assert status == 200, body
+        return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+    def rows(self, where: str, n: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """Rows of llm_calls matching ``where``, waiting until ``n`` exist."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.sql(f"SELECT * FROM llm_calls WHERE {where} ORDER BY timestamp")
+            if len(rows) >= n or time.monotonic() > deadline:
+                return rows
+            time.sleep(0.05)
+
+    def row(self, session: str, timeout: float = 5.0) -> dict[str, Any]:
+        rows = self.rows(f"session_id = '{session}'", 1, timeout)
+        assert len(rows) == 1, f"expected one row for session {session}, got {rows}"
+        return rows[0]
+
+
+def wait_healthy(sc: Sidecar, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sc.proc.poll() is not None:
+            raise RuntimeError(f"llmtap run exited with {sc.proc.returncode}: {sc.log.read_text()}")
+        try:
+            status, _ = sc.admin_request("GET", "/healthz")
+            if status == 200:
+                with socket.create_connection(("127.0.0.1", sc.listen), timeout=1):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"llmtap run did not become healthy: {sc.log.read_text()}")
+
+
+def start_sidecar(
+    data_dir: Path,
+    mock: Mock | None,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    listen_port: int = 0,
+    admin_port: int = 0,
+    service: str = "",
+) -> Sidecar:
+    """``llmtap run`` on free loopback ports (or the ones given), dialing ``mock`` for the providers."""
+    listen, admin = listen_port or free_port(), admin_port or free_port()
+    if service:
+        extra = (*extra, "--service", service)
+    args = [
+        *LLMTAP,
+        "run",
+        "--listen",
+        f"127.0.0.1:{listen}",
+        "--admin",
+        f"127.0.0.1:{admin}",
+        "--data-dir",
+        str(data_dir),
+    ]
+    if mock is not None:
+        args += ["--upstream-ca", str(mock.ca)]
+        from .mock import HOSTS
+
+        for host in HOSTS:
+            args += ["--connect-to", f"{host}:443:127.0.0.1:{mock.port}"]
+    args += list(extra)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"{data_dir.name}.log"
+    penv = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    penv.update(env or {})
+    with open(log, "w") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=penv)
+    sc = Sidecar(proc, listen, admin, data_dir, log)
+    try:
+        wait_healthy(sc)
+    except Exception:
+        stop(proc)
+        raise
+    return sc

@@ -1,0 +1,100 @@
+"""Anthropic Messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import ANTHROPIC_HEADERS, SSE_HEADERS, Reply, json_reply, shape, sse, words
+
+# -- Anthropic ---------------------------------------------------------------------------------------
+
+
+def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
+    model = body.get("model", "claude-sonnet-4-5")
+    resp_model = "claude-sonnet-4-5-20250929" if model == "claude-sonnet-4-5" else model
+    if scenario == "overloaded_529":
+        return json_reply(
+            529,
+            {
+                "type": "error",
+                "error": {"type": "overloaded_error", "message": "Overloaded"},
+                "request_id": "req_mock_529",
+            },
+            [("request-id", "req_mock_529")],
+        )
+    if scenario == "credit_low":
+        return json_reply(
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your credit balance is too low to access the Anthropic API. "
+                    "Please go to Plans & Billing to upgrade or purchase credits.",
+                },
+                "request_id": "req_mock_400",
+            },
+        )
+    usage = {
+        "input_tokens": 28,
+        "cache_creation_input_tokens": 1200,
+        "cache_read_input_tokens": 3400,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+    text = words(7)
+    msg: dict[str, Any] = {
+        "id": "msg_mock01",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": resp_model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if not body.get("stream"):
+        return json_reply(
+            200,
+            {
+                **msg,
+                "content": [{"type": "text", "text": "".join(text)}],
+                "stop_reason": "end_turn",
+                "usage": {**usage, "output_tokens": 7},
+            },
+            ANTHROPIC_HEADERS,
+        )
+    ev = [
+        sse({"type": "message_start", "message": msg}, "message_start"),
+        sse(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        ),
+        sse({"type": "ping"}, "ping"),
+    ]
+    for i, t in enumerate(text):
+        ev.append(
+            sse(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+                "content_block_delta",
+            )
+        )
+        if i == 2:
+            ev.append(sse({"type": "ping"}, "ping"))
+    if scenario == "overloaded_mid_stream":
+        ev = [*ev[:6], sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
+        return Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev)
+    ev += [
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 7},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+    return shape(Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev), scenario)

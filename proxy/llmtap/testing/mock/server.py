@@ -1,0 +1,196 @@
+"""``llmtap mock-provider``: an HTTPS server replaying realistic LLM API responses.
+
+It serves the OpenAI (chat, responses, completions, embeddings), Anthropic (messages),
+Gemini, Bedrock (event-stream) and Ollama (NDJSON) wire formats with real pacing and faults, over TLS with a certificate
+valid for the providers' host names (issued by its own CA, written to
+``--cert-dir``). Point llmtap at it with ``--connect-to api.openai.com:443:127.0.0.1:PORT
+--upstream-ca <cert-dir>/mock-ca.pem``; clients keep their real base URLs.
+
+A scenario is picked by the ``x-mock-scenario`` request header, else by a model
+name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
+events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
+of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``), ``x-mock-stamp: 1`` prefixes each event
+with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
+requests received (to check what reached "upstream").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import ssl
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...adapters import route
+from . import anthropic, bedrock, gemini, ollama, openai
+from .certs import ensure_certs
+from .common import Reply, json_reply
+
+Handler = Callable[[str, dict[str, Any], str], Reply]
+
+
+def _body_only(fn: Callable[[dict[str, Any], str], Reply]) -> Handler:
+    return lambda path, body, scenario: fn(body, scenario)
+
+
+# One reply builder per wire API, keyed by the adapter that speaks it: the mock routes a
+# request the way llmtap does (llmtap.adapters.route), so there is no second route table.
+HANDLERS: dict[str, Handler] = {
+    "openai.chat_completions": _body_only(openai.openai_chat),
+    "openai.responses": _body_only(openai.openai_responses),
+    "openai.completions": _body_only(openai.openai_completions),
+    "openai.embeddings": _body_only(openai.openai_embeddings),
+    "anthropic.messages": _body_only(anthropic.anthropic_messages),
+    "gemini.generate_content": gemini.gemini,
+    "bedrock.converse": bedrock.bedrock,
+    "bedrock.invoke": bedrock.bedrock,
+    "ollama.chat": ollama.ollama,
+    "ollama.generate": ollama.ollama,
+}
+# The APIs whose replies take the benchmark knobs (stream length, default pacing, send stamps).
+TUNABLE = frozenset({"openai.chat_completions", "openai.responses", "openai.completions", "anthropic.messages"})
+
+
+def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+    scenario = headers.get("x-mock-scenario", "")
+    model = str(body.get("model", ""))
+    if not scenario and model.startswith("mock-"):
+        scenario = model[5:]
+    host = headers.get("host", "").split(":", 1)[0]
+    match = route("POST", host, path, frozenset(headers))
+    handler = HANDLERS.get(match.api) if match is not None else None
+    if handler is None:
+        return json_reply(404, {"error": {"message": f"no mock route for {path}", "type": "not_found_error"}})
+    if match is not None and match.api in TUNABLE:
+        events = headers.get("x-mock-events") or os.environ.get("LLMTAP_MOCK_EVENTS")
+        if events:  # benchmarks: stream length
+            body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
+        reply = handler(path, body, scenario or "default")
+        delay = headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS")
+        if delay:  # per request, or a default for clients that cannot send headers (gateways)
+            reply.delay = float(delay) / 1000.0
+        if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
+            reply.stamp = True
+        return reply
+    reply = handler(path, body, scenario or "default")
+    if "x-mock-delay-ms" in headers:
+        reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
+    return reply
+
+
+# -- server -----------------------------------------------------------------------------------------
+
+
+class MockServer:
+    def __init__(self) -> None:
+        self.requests: deque[dict[str, Any]] = deque(maxlen=200)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                if headers.get("content-encoding") == "gzip":
+                    raw = gzip.decompress(raw)
+                self.requests.append(
+                    {
+                        "method": method,
+                        "path": path,
+                        "headers": headers,
+                        "body": raw.decode("utf-8", "replace"),
+                    }
+                )
+                if path.startswith("/_mock/requests"):
+                    reply = json_reply(200, list(self.requests))
+                else:
+                    try:
+                        body = json.loads(raw) if raw else {}
+                    except ValueError:
+                        body = {}
+                    reply = plan(path, headers, body if isinstance(body, dict) else {})
+                await self.send(writer, reply)
+                if reply.abort:
+                    writer.transport.abort()
+                    return
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            429: "Too Many Requests",
+            529: "Overloaded",
+        }
+        head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
+        streaming = reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        head += [f"{k}: {v}" for k, v in reply.headers]
+        head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
+        if streaming:
+            head.append("transfer-encoding: chunked")
+        else:
+            head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        if not streaming:
+            writer.write(b"".join(reply.chunks))
+            await writer.drain()
+            return
+        await writer.drain()
+        for i, c in enumerate(reply.chunks):
+            if i:
+                await asyncio.sleep(reply.delay)
+            if reply.stamp:
+                c = f": sent_at={time.time():.6f}\n".encode() + c
+            if c:
+                writer.write(f"{len(c):x}\r\n".encode() + c + b"\r\n")
+                await writer.drain()
+        if not reply.abort:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+
+
+async def _main(host: str, port: int, cert_dir: Path) -> None:
+    ca, crt, key = ensure_certs(cert_dir)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(crt, key)
+    ctx.set_alpn_protocols(["http/1.1"])
+    mock = MockServer()
+    server = await asyncio.start_server(mock.handle, host, port, ssl=ctx)
+    bound = server.sockets[0].getsockname()
+    print(json.dumps({"host": bound[0], "port": bound[1], "ca": str(ca.resolve())}), flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def serve(host: str, port: int, cert_dir: Path) -> int:
+    try:
+        asyncio.run(_main(host, port, cert_dir))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    serve("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0, Path("./llmtap-mock"))
