@@ -33,7 +33,7 @@ from typing import Any
 
 from llmtap.adapters.timing import percentile
 from llmtap.testing import synthetic
-from llmtap.testing.harness import Mock, free_port, start_mock, start_sidecar, stop
+from llmtap.testing.harness import Mock, free_port, start_chhttp, start_mock, start_sidecar, stop
 from llmtap.testing.rawclient import request
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,14 +182,10 @@ def start_paths(tmp: Path, mock: Mock, litellm: str) -> tuple[list[Path_], list[
     paths.append(
         Path_(BASE_URL_PATH, None, mock.ca, sc.proc.pid, plain_port=sc.listen, plain_path="/openai/v1/chat/completions")
     )
-    ch_port = free_port()
-    ch = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests/chhttp.py"), "--path", str(tmp / "ch"), "--port", str(ch_port)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    procs.append(ch)
-    assert ch.stdout is not None and ch.stdout.readline()
+    ch = start_chhttp(tmp / "ch")
+    ch_port = ch.port
+    assert ch.proc is not None
+    procs.append(ch.proc)
     sink = ThreadingHTTPServer(("127.0.0.1", 0), OtlpSink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     procs.append(sink)
@@ -337,22 +333,16 @@ def ingest(tmp: Path, rows: int) -> dict[str, float]:
     for i in range(0, len(lines), block):
         chdb_backend.insert_rows(lines[i : i + block], f"bench-{i}")
     out["chDB (embedded)"] = len(lines) / (time.perf_counter() - t0)
-    port = free_port()
-    ch = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests/chhttp.py"), "--path", str(tmp / "ingest-ch"), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    ch = start_chhttp(tmp / "ingest-ch")
     try:
-        assert ch.stdout is not None and ch.stdout.readline()
-        b = ClickHouseBackend(f"clickhouse://default:@127.0.0.1:{port}/llmtap")
+        b = ClickHouseBackend(f"clickhouse://default:@127.0.0.1:{ch.port}/llmtap")
         t0 = time.perf_counter()
         for i in range(0, len(lines), block):
             b.insert_rows(lines[i : i + block], f"bench-{i}")
         out["ClickHouse HTTP (over chDB)"] = len(lines) / (time.perf_counter() - t0)
         b.close()
     finally:
-        stop(ch)
+        ch.stop()
     return out, chdb_backend  # type: ignore[return-value]
 
 

@@ -17,8 +17,6 @@ import argparse
 import concurrent.futures
 import json
 import ssl
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,7 +25,7 @@ from typing import Any
 
 import openai
 
-from llmtap.testing.harness import free_port, start_mock, start_sidecar, stop
+from llmtap.testing.harness import start_chhttp, start_mock, start_sidecar, stop
 
 
 def rss_mb(pid: int) -> float:
@@ -45,27 +43,15 @@ def main() -> None:
     ap.add_argument(
         "--store",
         default="",
-        help="store URL for the sidecar, or 'chhttp': tests/chhttp.py (default: the embedded chDB store)",
+        help="store URL for the sidecar, or 'chhttp': llmtap.testing.chhttp (default: the embedded chDB store)",
     )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-soak-"))
     store, label, endpoint = args.store, "embedded chDB", None
     if store == "chhttp":
-        port = free_port()
-        endpoint = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).parents[1] / "tests/chhttp.py"),
-                "--path",
-                str(tmp / "ch"),
-                "--port",
-                str(port),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert endpoint.stdout is not None and endpoint.stdout.readline()
-        store, label = f"clickhouse://default:@127.0.0.1:{port}/llmtap", "ClickHouse HTTP (tests/chhttp.py over chDB)"
+        endpoint = start_chhttp(tmp / "ch")
+        store = f"clickhouse://default:@127.0.0.1:{endpoint.port}/llmtap"
+        label = "ClickHouse HTTP (llmtap.testing.chhttp over chDB)"
     elif store:
         label = "ClickHouse server"
     mock = start_mock(tmp / "mock")
@@ -146,7 +132,7 @@ def main() -> None:
         stop(sc.proc)
         stop(mock.proc)
         if endpoint is not None:
-            stop(endpoint)
+            endpoint.stop()
     result = {
         "store": label,
         "minutes": args.minutes,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dashboard_kit import F, T, W, Board
+from dashboard_kit import Board, F, T, W
+
 
 def overview() -> Board:
     b = Board("llmtap-overview", "LLM overview", ["overview"])

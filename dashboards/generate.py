@@ -3,7 +3,8 @@
 ``python dashboards/generate.py`` writes ``dashboards/json/*.json`` and
 ``dashboards/provisioning/alerting/llmtap.yaml``; a test checks that the committed files are
 what this module builds. The panels are in ``dashboard_panels.py``, the alert SQL in
-``llmtap.admin.queries`` (shared with ``check-cost`` and the sidecar's own alerting). Queries use the ClickHouse plugin's macros and the template
+``llmtap.admin.queries`` (shared with ``check-cost`` and the sidecar's own alerting).
+Queries use the ClickHouse plugin's macros and the template
 variables service / provider / model / feature through ``$__conditionalAll``.
 """
 

@@ -7,10 +7,26 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))  # the dashboard generator
 
 from helpers import Mock, Sidecar, start_mock, start_sidecar, stop
+
+# Markers follow the layout: tests/e2e start real processes (e2e), the viewer's run a browser too.
+_E2E = Path(__file__).parent / "e2e"
+_BROWSER = {"test_viewer.py"}
+_SLOW = {"test_bench.py", "test_demo.py", "test_dashboards.py"}  # slow ones run with the e2e suite
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath))
+        if _E2E in path.parents or path.name in _SLOW:
+            item.add_marker(pytest.mark.e2e)
+        if path.name in _BROWSER:
+            item.add_marker(pytest.mark.browser)
+        if path.name in _SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 LLMTAP = [sys.executable, "-m", "llmtap"]
+LLMTAP_PY = [sys.executable, "-m"]
 
 
 def free_port() -> int:
@@ -179,3 +180,60 @@ def start_sidecar(
         stop(proc)
         raise
     return sc
+
+
+@dataclass
+class ClickHouseHTTP:
+    """:mod:`llmtap.testing.chhttp` in its own process (chDB allows one store per process)."""
+
+    path: Path
+    port: int
+    user: str = "llmtap"
+    password: str = "s3cret"
+    proc: subprocess.Popen[Any] | None = None
+
+    def start(self) -> ClickHouseHTTP:
+        self.proc = subprocess.Popen(
+            [
+                *LLMTAP_PY,
+                "llmtap.testing.chhttp",
+                "--path",
+                str(self.path),
+                "--port",
+                str(self.port),
+                "--user",
+                self.user,
+                "--password",
+                self.password,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"chhttp failed: {self.proc.stderr.read() if self.proc.stderr else ''}")
+        self.port = int(json.loads(line)["port"])
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"clickhouse://{self.user}:{self.password}@127.0.0.1:{self.port}/llmtap"
+
+    def client(self) -> Any:
+        import clickhouse_connect
+
+        return clickhouse_connect.get_client(
+            host="127.0.0.1", port=self.port, username=self.user, password=self.password, compress=False
+        )
+
+
+def start_chhttp(path: Path, port: int = 0, user: str = "default", password: str = "") -> ClickHouseHTTP:
+    """A ClickHouse-HTTP endpoint over chDB (:mod:`llmtap.testing.chhttp`) on 127.0.0.1, started."""
+    return ClickHouseHTTP(path, port, user, password).start()

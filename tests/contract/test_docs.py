@@ -8,7 +8,7 @@ from pathlib import Path
 from llmtap.capture.taxonomy import RULES
 from llmtap.record import ERROR_TYPES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def quick_start_commands() -> list[str]:

@@ -6,8 +6,8 @@ import re
 import ssl
 
 import pytest
-
 from helpers import Mock, Sidecar, session_id
+
 from llmtap.testing.rawclient import request, tls_socket
 
 pytestmark = pytest.mark.timeout(120)

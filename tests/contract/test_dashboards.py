@@ -13,14 +13,14 @@ from typing import Any
 import generate as dashboards
 import pytest
 import yaml
-
 from helpers import LLMTAP, free_port
+
 from llmtap.admin.macros import ALL, QueryContext, expand
 from llmtap.admin.queries import RULES
 from llmtap.store.embedded import ChdbBackend
 from llmtap.testing import synthetic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOW = time.time()
 
 

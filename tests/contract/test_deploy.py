@@ -17,7 +17,7 @@ import yaml
 from llmtap.store import DEFAULT_DB, cluster_statements, schema_statements
 from llmtap.telemetry.metrics import Metrics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load(rel: str) -> Any:

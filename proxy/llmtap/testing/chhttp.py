@@ -1,4 +1,4 @@
-"""A ClickHouse HTTP endpoint over chDB, for tests (no ClickHouse server can be installed here).
+"""A ClickHouse HTTP endpoint over chDB, for tests and benchmarks (no ClickHouse server can be installed here).
 
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
@@ -7,8 +7,9 @@ RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or 
 X-ClickHouse-User/Key auth, ``/ping``, and errors as ``Code: N. DB::Exception``.
 Other URL settings are applied with SET for the request and reset after it.
 
-Run: ``python tests/chhttp.py --path DIR --port PORT [--user U --password P]``;
-it prints ``{"port": N}`` when ready. Binds 127.0.0.1 only.
+Run: ``python -m llmtap.testing.chhttp --path DIR --port PORT [--user U --password P]`` (or
+:func:`llmtap.testing.harness.start_chhttp`); it prints ``{"port": N}`` when ready. Binds 127.0.0.1
+only. Its SQL is passed to the engine as is: what it accepts is what a ClickHouse server accepts.
 """
 
 from __future__ import annotations

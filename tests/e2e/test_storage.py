@@ -1,6 +1,6 @@
 """Production storage: the ClickHouse server route, the durable spool, crash safety, the collector route.
 
-No ClickHouse server can be installed here, so the server tests run against tests/chhttp.py
+No ClickHouse server can be installed here, so the server tests run against llmtap.testing.chhttp
 (ClickHouse's HTTP interface over chDB, in its own process). Set LLMTAP_TEST_CLICKHOUSE_URL
 (clickhouse://user:pass@host:8123/db) to run the same tests against a real server; the
 outage part then needs a server the test cannot stop and is skipped.
@@ -21,7 +21,6 @@ from typing import Any
 
 import openai
 import pytest
-
 from helpers import (
     ClickHouseHTTP,
     Mock,
@@ -33,6 +32,7 @@ from helpers import (
     start_sidecar,
     stop,
 )
+
 from llmtap.telemetry.semconv import es6_number
 
 pytestmark = pytest.mark.timeout(300)

@@ -14,7 +14,6 @@ import openai
 import pytest
 from genai_prices import Usage as GPUsage
 from genai_prices import calc_price
-
 from helpers import Sidecar, session_id
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers import LLMTAP, Sidecar, start_sidecar, stop
 
 CHROMIUM = "/usr/bin/chromium"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import openai
 import pytest
+from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 from llmtap.testing.mock import GARBAGE
 from llmtap.testing.rawclient import ProxyRefused, request, tls_socket
 

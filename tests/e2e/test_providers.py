@@ -8,8 +8,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
+
 from llmtap.testing.rawclient import request
 
 pytestmark = pytest.mark.timeout(120)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from llmtap.testing.harness import LLMTAP, Mock, Sidecar, free_port, start_mock, start_sidecar, stop, wait_healthy
+from llmtap.testing.harness import (
+    LLMTAP,
+    ClickHouseHTTP,
+    Mock,
+    Sidecar,
+    free_port,
+    start_mock,
+    start_sidecar,
+    stop,
+    wait_healthy,
+)
 
 __all__ = [
     "LLMTAP",
@@ -92,56 +97,3 @@ class OtlpReceiver:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-
-
-@dataclass
-class ClickHouseHTTP:
-    """tests/chhttp.py in its own process (chDB allows one store per process)."""
-
-    path: Path
-    port: int
-    user: str = "llmtap"
-    password: str = "s3cret"
-    proc: subprocess.Popen[Any] | None = None
-
-    def start(self) -> ClickHouseHTTP:
-        script = Path(__file__).with_name("chhttp.py")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(script),
-                "--path",
-                str(self.path),
-                "--port",
-                str(self.port),
-                "--user",
-                self.user,
-                "--password",
-                self.password,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"chhttp failed: {self.proc.stderr.read() if self.proc.stderr else ''}")
-        self.port = int(json.loads(line)["port"])
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
-            self.proc = None
-
-    @property
-    def url(self) -> str:
-        return f"clickhouse://{self.user}:{self.password}@127.0.0.1:{self.port}/llmtap"
-
-    def client(self) -> Any:
-        import clickhouse_connect
-
-        return clickhouse_connect.get_client(
-            host="127.0.0.1", port=self.port, username=self.user, password=self.password, compress=False
-        )

@@ -11,10 +11,10 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from helpers import Mock, OtlpReceiver, Sidecar, openai_client, session_id, start_sidecar, stop
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import Mock, OtlpReceiver, Sidecar, openai_client, session_id, start_sidecar, stop
 from llmtap.testing.rawclient import request
 
 pytestmark = pytest.mark.timeout(180)

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import LLMTAP, free_port, stop
 
 pytestmark = pytest.mark.timeout(240)

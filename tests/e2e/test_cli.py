@@ -10,7 +10,6 @@ from pathlib import Path
 
 import openai
 import pytest
-
 from helpers import LLMTAP, Sidecar, free_port, session_id, start_sidecar, stop
 
 pytestmark = pytest.mark.timeout(120)
