@@ -6,6 +6,13 @@
 
 CREATE DATABASE IF NOT EXISTS {db};
 
+-- The schema version this store is at (llmtap upgrades older stores from this file at start).
+CREATE TABLE IF NOT EXISTS {db}.llmtap_schema (
+    version UInt32,
+    applied_at DateTime DEFAULT now()
+) ENGINE = MergeTree()
+ORDER BY version;
+
 -- Exactly the table the OTel Collector ClickHouse exporter creates
 -- (exporter/clickhouseexporter/internal/sqltemplates/traces_table.sql), plus a
 -- deduplication window so a batch re-sent after a crash (same insert_deduplication_token)
@@ -103,7 +110,23 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls (
     feature String,
     prompt_version String,
     api_key_id String,
-    request_hash String
+    request_hash String,
+    transport LowCardinality(String) DEFAULT 'http',
+    connection_id String,
+    service_tier LowCardinality(String),
+    request_service_tier LowCardinality(String),
+    cache_write_1h_tokens UInt64,
+    cost_source LowCardinality(String),
+    price_version LowCardinality(String),
+    billing LowCardinality(String),
+    client_name LowCardinality(String),
+    client_version LowCardinality(String),
+    ratelimit_headers Map(LowCardinality(String), String),
+    attempt UInt16 DEFAULT 1,
+    cache_miss_reason LowCardinality(String),
+    cache_miss_cost_usd Nullable(Float64),
+    overhead_ms Nullable(Float64),
+    batch_id String
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(timestamp)
 ORDER BY (service, provider, request_model, timestamp)
@@ -167,7 +190,24 @@ SELECT
     SpanAttributes['llmtap.feature'] AS feature,
     SpanAttributes['llmtap.prompt_version'] AS prompt_version,
     SpanAttributes['llmtap.api_key_id'] AS api_key_id,
-    SpanAttributes['llmtap.request_hash'] AS request_hash
+    SpanAttributes['llmtap.request_hash'] AS request_hash,
+    if(SpanAttributes['llmtap.transport'] = '', 'http', SpanAttributes['llmtap.transport']) AS transport,
+    SpanAttributes['llmtap.connection_id'] AS connection_id,
+    SpanAttributes['llmtap.service_tier'] AS service_tier,
+    SpanAttributes['llmtap.request_service_tier'] AS request_service_tier,
+    toUInt64OrZero(SpanAttributes['llmtap.cache_write_1h_tokens']) AS cache_write_1h_tokens,
+    SpanAttributes['llmtap.cost_source'] AS cost_source,
+    SpanAttributes['llmtap.price_version'] AS price_version,
+    SpanAttributes['llmtap.billing'] AS billing,
+    SpanAttributes['llmtap.client_name'] AS client_name,
+    SpanAttributes['llmtap.client_version'] AS client_version,
+    CAST(JSONExtract(SpanAttributes['llmtap.ratelimit_headers'], 'Map(String, String)'),
+        'Map(LowCardinality(String), String)') AS ratelimit_headers,
+    ifNull(toUInt16OrNull(SpanAttributes['llmtap.attempt']), 1) AS attempt,
+    SpanAttributes['llmtap.cache_miss_reason'] AS cache_miss_reason,
+    toFloat64OrNull(SpanAttributes['llmtap.cache_miss_cost_usd']) AS cache_miss_cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.overhead_ms']) AS overhead_ms,
+    SpanAttributes['llmtap.batch_id'] AS batch_id
 FROM {db}.otel_traces
 WHERE ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap';
 
@@ -217,6 +257,10 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls_hourly (
     reasoning_tokens_sum SimpleAggregateFunction(sum, UInt64),
     cost_usd_sum SimpleAggregateFunction(sum, Float64),
     priced_calls SimpleAggregateFunction(sum, UInt64),
+    cache_write_1h_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    cache_miss_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    retry_calls SimpleAggregateFunction(sum, UInt64),
+    retry_cost_usd_sum SimpleAggregateFunction(sum, Float64),
     ttft_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64),
     duration_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64)
 ) ENGINE = AggregatingMergeTree()
@@ -240,6 +284,10 @@ SELECT
     sum(reasoning_tokens) AS reasoning_tokens_sum,
     sum(ifNull(cost_usd, 0)) AS cost_usd_sum,
     toUInt64(countIf(cost_usd IS NOT NULL)) AS priced_calls,
+    sum(cache_write_1h_tokens) AS cache_write_1h_tokens_sum,
+    sum(ifNull(cache_miss_cost_usd, 0)) AS cache_miss_cost_usd_sum,
+    toUInt64(countIf(attempt > 1)) AS retry_calls,
+    sumIf(ifNull(cost_usd, 0), attempt > 1) AS retry_cost_usd_sum,
     quantilesTDigestStateIf(0.5, 0.95)(assumeNotNull(ttft_ms), ttft_ms IS NOT NULL) AS ttft_ms_q,
     quantilesTDigestState(0.5, 0.95)(duration_ms) AS duration_ms_q
 FROM {db}.llm_calls

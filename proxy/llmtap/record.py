@@ -113,6 +113,23 @@ class CallRecord:
     prompt_version: str = ""
     api_key_id: str = ""
     request_hash: str = ""
+    # -- second round (DESIGN.md, "Contract additions") --
+    transport: Transport = "http"
+    connection_id: str = ""
+    service_tier: str = ""
+    request_service_tier: str = ""
+    cache_write_1h_tokens: int = 0
+    cost_source: CostSource = ""
+    price_version: str = ""
+    billing: Billing = ""
+    client_name: str = ""
+    client_version: str = ""
+    ratelimit_headers: dict[str, str] = field(default_factory=dict)
+    attempt: int = 1
+    cache_miss_reason: CacheMissReason = ""
+    cache_miss_cost_usd: float | None = None
+    overhead_ms: float | None = None  # time the sidecar itself added (headers + first event)
+    batch_id: str = ""  # the provider's batch id, for rows built from batch results
     # Not columns of llm_calls; carried on the span only.
     extra: dict[str, Any] = field(default_factory=dict)
     # Not carried anywhere: the gaps between content events (seconds), for the metrics sink.
@@ -121,6 +138,7 @@ class CallRecord:
     def to_dict(self) -> dict[str, Any]:
         """The record's fields by name (``extra`` included, ``gaps_s`` not), shallow."""
         out = {name: getattr(self, name) for name in _FIELDS}
+        out["ratelimit_headers"] = dict(self.ratelimit_headers)
         out["extra"] = dict(self.extra)
         return out
 

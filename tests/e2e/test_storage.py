@@ -33,6 +33,7 @@ from helpers import (
     stop,
 )
 
+from llmtap.store import SCHEMA_VERSION
 from llmtap.telemetry.semconv import es6_number
 
 pytestmark = pytest.mark.timeout(300)
@@ -126,7 +127,7 @@ def test_clickhouse_store_survives_a_10s_outage(mock: Mock, chhttp: ClickHouseHT
         assert ch_count(chhttp.client(), "1") == 400
         assert int(chhttp.client().command("SELECT uniqExact(span_id) FROM llmtap.llm_calls")) == 400
         schema = chhttp.client().command("SELECT max(version) FROM llmtap.llmtap_schema")
-        assert int(schema) == 1
+        assert int(schema) == SCHEMA_VERSION
     finally:
         stop(sc.proc)
 

@@ -180,6 +180,6 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
     r.reasoning_tokens = usage.reasoning
     if obs.provider_cost_usd is not None:
         r.cost_usd = obs.provider_cost_usd
-        r.extra["cost_source"] = "provider"
+        r.cost_source = "provider"
     if r.decode_ms and r.decode_ms > 0 and r.output_tokens:
         r.output_tokens_per_s = r.output_tokens / (r.decode_ms / 1000.0)

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from . import rowbinary
-from .schema import DB_NAME_RE, DEFAULT_DB, SCHEMA_VERSION, retention_statement, schema_statements
+from .schema import DB_NAME_RE, DEFAULT_DB, apply_schema, retention_statement
 
 
 class ClickHouseURLError(ValueError):
@@ -75,17 +75,9 @@ class ClickHouseBackend:
         return self._client
 
     def apply_schema(self) -> None:
-        """Versioned and idempotent: every statement is CREATE ... IF NOT EXISTS."""
+        """Versioned and idempotent (see :func:`llmtap.store.schema.apply_schema`)."""
         c = self._client
-        for stmt in schema_statements(self.db):
-            c.command(stmt)
-        c.command(
-            f"CREATE TABLE IF NOT EXISTS {self.db}.llmtap_schema (version UInt32, applied_at DateTime "
-            "DEFAULT now()) ENGINE = MergeTree ORDER BY version"
-        )
-        have = c.command(f"SELECT count() FROM {self.db}.llmtap_schema WHERE version = {SCHEMA_VERSION}")
-        if int(have) == 0:
-            c.command(f"INSERT INTO {self.db}.llmtap_schema (version) VALUES ({SCHEMA_VERSION})")
+        apply_schema(c.command, c.command, self.db)
         for table, days in self.retention.items():
             try:
                 c.command(retention_statement(self.db, table, days))

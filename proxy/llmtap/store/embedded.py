@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import rowbinary
-from .schema import DEFAULT_DB, retention_statement, schema_statements
+from .schema import DEFAULT_DB, apply_schema, retention_statement
 
 # Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
 # and index caches grow to 5 GiB each and the compiled-expression and query-condition caches to
@@ -40,11 +40,14 @@ class ChdbBackend:
     def apply_schema(self) -> None:
         """Idempotent: every statement is CREATE ... IF NOT EXISTS."""
         with self._lock:
-            for stmt in schema_statements(self.db):
-                self._session.query(stmt)
+            apply_schema(self._session.query, self._scalar, self.db)
             self._session.query(f"USE {self.db}")  # unqualified names in user queries mean this database
             for table, days in self.retention.items():
                 self._set_retention(table, days)
+
+    def _scalar(self, sql: str) -> str:
+        res = self._session.query(sql, "TSV")
+        return bytes(res.bytes()).decode().strip() if res is not None else ""
 
     def _set_retention(self, table: str, days: int) -> None:
         try:

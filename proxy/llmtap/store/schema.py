@@ -1,14 +1,23 @@
 """The schema engine: ``collector/schema.sql`` (the one SQL source) → statements for one server, a cluster,
-retention."""
+retention, and the upgrade of a store an earlier version created.
+
+Upgrades are derived from the same source, never written by hand: when the version recorded in
+``llmtap_schema`` is older than :data:`SCHEMA_VERSION`, every column of llmtap's own tables is
+added if missing (``ADD COLUMN IF NOT EXISTS``, additive by the contract) and every
+materialized view gets the current query (``MODIFY QUERY``, atomic: no insert goes
+untransformed). The Collector's ``otel_traces`` is never altered.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 DEFAULT_DB = "llmtap"
-SCHEMA_VERSION = 1  # bump with a new migration when collector/schema.sql changes incompatibly
+SCHEMA_VERSION = 2  # bump whenever collector/schema.sql changes: stores at an older version are upgraded
 DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -88,3 +97,63 @@ def retention_statement(db: str, table: str, days: int) -> str:
     if days <= 0:
         return f"ALTER TABLE {db}.{table} REMOVE TTL"
     return f"ALTER TABLE {db}.{table} MODIFY TTL {RETENTION_TABLES[table]} + toIntervalDay({int(days)})"
+
+
+UPGRADED_TABLES = ("llm_calls", "llm_content", "llm_calls_hourly")
+
+
+def _columns(body: str) -> list[str]:
+    """Column definitions of a CREATE TABLE body (split at top-level commas; INDEX lines left out)."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in body:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur).strip())
+    return [c for c in out if c and not c.upper().startswith("INDEX ")]
+
+
+def _upgrade_of(stmt: str) -> list[str]:
+    """The statements that bring what ``stmt`` creates up to date when an earlier version created it."""
+    if m := _TABLE_RE.match(stmt):
+        sdb, name, cols = m.group(1), m.group(2), m.group(3)
+        if name in UPGRADED_TABLES:
+            return [f"ALTER TABLE {sdb}.{name} ADD COLUMN IF NOT EXISTS {c}" for c in _columns(cols)]
+    elif m := _MV_RE.match(stmt):
+        return [f"ALTER TABLE {m.group(1)}.{m.group(2)} MODIFY QUERY {m.group(5).strip()}"]
+    return []
+
+
+def upgrade_statements(db: str = DEFAULT_DB) -> list[str]:
+    """What brings a store created by an earlier version to the current schema (idempotent)."""
+    return [u for stmt in schema_statements(db) for u in _upgrade_of(stmt)]
+
+
+def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db: str = DEFAULT_DB) -> None:
+    """Create what is missing, upgrade what an earlier version made, record the version.
+
+    Each table gains its missing columns right after its CREATE, before any view that reads or
+    writes it is created or given its new query (the engine checks a view's columns against its
+    target). A version-1 store of the embedded engine has no version row at all, so any store
+    below the current version runs the upgrade; on a new store every statement is a no-op.
+    """
+    stmts = schema_statements(db)
+    version_table = next(s for s in stmts if ".llmtap_schema " in s)
+    execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+    execute(version_table)
+    have = int(scalar(f"SELECT ifNull(max(version), 0) FROM {db}.llmtap_schema") or 0)
+    for stmt in stmts:
+        execute(stmt)
+        if have < SCHEMA_VERSION:
+            for upgrade in _upgrade_of(stmt):
+                execute(upgrade)
+    if have < SCHEMA_VERSION:
+        execute(f"INSERT INTO {db}.llmtap_schema (version) VALUES ({SCHEMA_VERSION})")

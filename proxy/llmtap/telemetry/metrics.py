@@ -25,6 +25,8 @@ GENAI_SECONDS_BUCKETS = (
     81.92,
 )
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+# The sidecar's own delay per call: sub-millisecond when all is well.
+OVERHEAD_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
 class Metrics:
@@ -84,6 +86,35 @@ class Metrics:
         self.parse_errors = Counter(
             "llmtap_parse_errors", "Side-parser failures (traffic unaffected)", ["api"], registry=r
         )
+        self.overhead = Histogram(
+            "llmtap_overhead_seconds",
+            "Time the sidecar itself added per call (response headers and first event: received from "
+            "upstream → written to the client, summed)",
+            ["provider"],
+            buckets=OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.price_lookups = Counter(
+            "llmtap_price_lookups", "Price lookups by result (hit, model_only, miss)", ["result"], registry=r
+        )
+        self.cache_miss_cost = Counter(
+            "llmtap_cache_miss_cost_usd",
+            "What prompt-cache misses cost over a warm cache",
+            ["provider", "model", "reason"],
+            registry=r,
+        )
+        self.retry_attempts = Counter(
+            "llmtap_retry_attempts",
+            "Retries (attempt > 1), by the error of the attempt they repeat",
+            ["provider", "model", "error_type"],
+            registry=r,
+        )
+        self.no_first_token = Counter(
+            "llmtap_no_first_token",
+            "Streams that ended without a content-bearing event",
+            ["provider", "model", "reason"],
+            registry=r,
+        )
 
     def observe(self, rec: CallRecord, gaps_s: list[float] | None = None) -> None:
         p, m = rec.provider, rec.request_model
@@ -112,6 +143,14 @@ class Metrics:
             self.ratelimit.labels(p, rec.api_key_id, "requests").set(rec.ratelimit_remaining_requests)
         if rec.ratelimit_remaining_tokens is not None:
             self.ratelimit.labels(p, rec.api_key_id, "tokens").set(rec.ratelimit_remaining_tokens)
+        if rec.overhead_ms is not None:
+            self.overhead.labels(p).observe(rec.overhead_ms / 1000.0)
+        if rec.cache_miss_cost_usd:
+            self.cache_miss_cost.labels(p, m, rec.cache_miss_reason).inc(rec.cache_miss_cost_usd)
+        if rec.attempt > 1:
+            self.retry_attempts.labels(p, m, str(rec.extra.get("retried_error_type", ""))).inc()
+        if rec.stream and rec.ttft_ms is None and rec.operation != "embeddings":
+            self.no_first_token.labels(p, m, no_first_token_reason(rec)).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -131,3 +170,14 @@ class MetricsSink:
 
     def close(self) -> None:
         pass
+
+
+def no_first_token_reason(rec: CallRecord) -> str:
+    """Why a stream never produced content: ``timeout``, ``error``, ``cancelled`` or ``empty``."""
+    if rec.error_type == "timeout":
+        return "timeout"
+    if rec.outcome == "error":
+        return "error"
+    if rec.outcome == "cancelled":
+        return "cancelled"
+    return "empty"

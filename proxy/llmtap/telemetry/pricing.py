@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers import genai_prices_id
-from ..record import CallRecord
+from ..record import CallRecord, CostSource
 
 log = logging.getLogger("llmtap.pricing")
 
@@ -82,7 +82,7 @@ class Price:
     total: float
     input: float
     output: float
-    source: str
+    source: CostSource
 
 
 class Pricer:
@@ -122,7 +122,7 @@ class Pricer:
         p = self.price(r)
         if p is not None:
             r.cost_usd, r.input_cost_usd, r.output_cost_usd = p.total, p.input, p.output
-            r.extra["cost_source"] = p.source
+            r.cost_source = p.source
 
 
 def _rule_price(rule: PriceRule, r: CallRecord) -> Price:

@@ -37,8 +37,25 @@ SEMCONV: dict[str, str] = {
 }
 # Columns carried by the span itself rather than by an attribute.
 SPAN_FIELDS = frozenset({"timestamp", "trace_id", "span_id", "service", "duration_ms"})
-# Empty strings are omitted (the view reads a missing key as ''), None is omitted (→ NULL).
-OMIT_EMPTY = frozenset({"error_type", "response_model", "response_id"})
+# Empty values are omitted (the view reads a missing key as ''), None is omitted (→ NULL).
+OMIT_EMPTY = frozenset(
+    {
+        "error_type",
+        "response_model",
+        "response_id",
+        "connection_id",
+        "service_tier",
+        "request_service_tier",
+        "cost_source",
+        "price_version",
+        "billing",
+        "client_name",
+        "client_version",
+        "ratelimit_headers",
+        "cache_miss_reason",
+        "batch_id",
+    }
+)
 
 
 def attribute_name(column: str) -> str:
@@ -55,8 +72,10 @@ def span_attributes(r: CallRecord) -> dict[str, Any]:
     for column, value in r.to_dict().items():
         if column in SPAN_FIELDS or column == "extra" or value is None:
             continue
-        if column in OMIT_EMPTY and value == "":
+        if column in OMIT_EMPTY and not value:
             continue
+        if isinstance(value, dict):  # a map column travels as one JSON string (OTel has no map values)
+            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
         if column == "stream" and not value:
             continue  # GenAI semconv: set if and only if streaming
         attrs[attribute_name(column)] = value

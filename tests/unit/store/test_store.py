@@ -80,6 +80,22 @@ def full_record(**kw: object) -> CallRecord:
         prompt_version="v2",
         api_key_id="0123abcd",
         request_hash="ff" * 16,
+        transport="websocket",
+        connection_id="conn-1",
+        service_tier="flex",
+        request_service_tier="auto",
+        cache_write_1h_tokens=7,
+        cost_source="genai-prices:model",
+        price_version="0.0.40",
+        billing="subscription",
+        client_name="claude-code",
+        client_version="2.0.14",
+        ratelimit_headers={"anthropic-ratelimit-unified-status": "allowed", "retry-after": "3"},
+        attempt=3,
+        cache_miss_reason="tools_changed",
+        cache_miss_cost_usd=0.0042,
+        overhead_ms=0.25,
+        batch_id="batch_abc",
     )
     return dataclasses.replace(r, **kw)  # type: ignore[arg-type]
 

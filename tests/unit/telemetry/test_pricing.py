@@ -31,7 +31,7 @@ def test_genai_prices_with_dated_models_and_cache() -> None:
     want = calc_price(
         Usage(input_tokens=1000, cache_read_tokens=400, output_tokens=500), "gpt-4o-2024-08-06", provider_id="openai"
     )
-    assert r.cost_usd == pytest.approx(float(want.total_price)) and r.extra["cost_source"] == "genai-prices"
+    assert r.cost_usd == pytest.approx(float(want.total_price)) and r.cost_source == "genai-prices"
 
 
 def test_unknown_model_and_self_hosted_stay_null() -> None:
@@ -56,7 +56,7 @@ def test_price_rules_glob_and_provider(tmp_path: Path) -> None:
     r = rec(provider="vllm", request_model="llama-3.1-70b")
     pricer.apply(r)
     assert r.input_cost_usd == pytest.approx((600 * 1 + 400 * 0.5) / 1e6)
-    assert r.output_cost_usd == pytest.approx(500 * 2 / 1e6) and r.extra["cost_source"] == "price_file"
+    assert r.output_cost_usd == pytest.approx(500 * 2 / 1e6) and r.cost_source == "price_file"
     other = rec(provider="ollama", request_model="llama-3")
     pricer.apply(other)
     assert other.cost_usd is None
