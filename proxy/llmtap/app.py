@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .admin.server import AdminServer, AdminState
+from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
@@ -39,13 +39,15 @@ class RunConfig:
     admin: tuple[str, int]
     data_dir: Path
     store: str
+    read_store: str = ""  # credentials for every read of a clickhouse:// store (SELECT-only user)
     intercept: list[str] = field(default_factory=list)
     upstream_ca: Path | None = None
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     service: str = ""
     proxy_auth: str = ""
     allow_open_proxy: bool = False
-    admin_token: str = ""
+    admin_token: str = ""  # explicit (--admin-token); else the install's <data-dir>/admin-token
+    admin_allowed_hosts: list[str] = field(default_factory=list)
     otlp_endpoint: str = ""
     capture_content: bool = False
     prices: Path | None = None
@@ -116,12 +118,22 @@ class Sidecar:
             )
         return h
 
-    def query(self, sql: str, fmt: str) -> bytes:
+    def reads(self) -> Reads | None:
+        """The guarded read path of the store (None with ``--store none``)."""
         if self.backend is None:
-            raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
-        if self.writer is not None:
-            self.writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
-        return self.backend.query(sql, fmt)
+            return None
+        writer = self.writer
+
+        def flush() -> None:
+            if writer is not None:
+                writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
+
+        return Reads(self.backend, flush)
+
+    def admin_state(self) -> AdminState:
+        token = self.cfg.admin_token or install_token(self.cfg.data_dir)
+        auth = AdminAuth(token, explicit=bool(self.cfg.admin_token), allowed_hosts=tuple(self.cfg.admin_allowed_hosts))
+        return AdminState(self.metrics, self.reads(), self.health, auth)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -147,7 +159,7 @@ def build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention)
+    backend = open_backend(cfg.store, retention, cfg.read_store)
     resource = resource_attributes()
     make_adapter, fault_sinks = _faults()
     sinks: list[RecordSink] = [*fault_sinks]
@@ -189,7 +201,7 @@ def run(cfg: RunConfig) -> int:
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
-    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
+    admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
     admin.start()
     settings = ProxySettings(
         listen=cfg.listen,

@@ -76,13 +76,22 @@ def _store_group() -> argparse.ArgumentParser:
         default=env("store"),
         help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db",
     )
+    p.add_argument(
+        "--read-store",
+        default=env("read-store", ""),
+        help="clickhouse://reader:pass@host:8123/db: the credentials every read uses (a user with SELECT only)",
+    )
     return p
 
 
 def _admin_group() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--admin", default=env("admin", DEFAULT_ADMIN), help="a running sidecar's admin address")
-    p.add_argument("--admin-token", default=env("admin-token", ""))
+    p.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="the admin token (default: <data-dir>/admin-token of this install)",
+    )
     return p
 
 
@@ -127,7 +136,19 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         default=env_bool("allow-open-proxy"),
         help="allow a non-loopback --listen without --proxy-auth",
     )
-    run.add_argument("--admin-token", default=env("admin-token", ""), help="bearer token for the admin API")
+    run.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="bearer token for the admin API (default: generated in <data-dir>/admin-token); prefer the env "
+        "LLMTAP_ADMIN_TOKEN or --admin-token-file: arguments are visible in ps",
+    )
+    run.add_argument(
+        "--admin-allowed-host",
+        action="append",
+        default=env_list("admin-allowed-host"),
+        metavar="NAME",
+        help="a host name the admin API may be reached by besides loopback names and IP addresses (repeatable)",
+    )
     run.add_argument(
         "--admin-token-file",
         default=env("admin-token-file", ""),

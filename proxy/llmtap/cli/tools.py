@@ -38,6 +38,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         proxy_auth=args.proxy_auth,
         allow_open_proxy=args.allow_open_proxy,
         admin_token=_token(args.admin_token, args.admin_token_file),
+        admin_allowed_hosts=list(args.admin_allowed_host),
+        read_store=args.read_store or "",
         otlp_endpoint=args.otlp_endpoint or "",
         capture_content=args.capture_content,
         prices=Path(args.prices) if args.prices else None,

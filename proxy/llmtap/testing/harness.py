@@ -81,6 +81,7 @@ class Sidecar:
     data_dir: Path
     log: Path
     env: dict[str, str] = field(default_factory=dict)
+    admin_token: str = ""  # given with --admin-token; else the install's token is read from the data dir
 
     @property
     def proxy_url(self) -> str:
@@ -101,8 +102,17 @@ class Sidecar:
         finally:
             conn.close()
 
-    def sql(self, query: str) -> list[dict[str, Any]]:
-        status, body = self.admin_request("POST", "/api/sql?format=JSONEachRow", query.encode())
+    @property
+    def token(self) -> str:
+        """The install's admin token (``<data-dir>/admin-token``), or the one given with ``--admin-token``."""
+        return self.admin_token or (self.data_dir / "admin-token").read_text().strip()
+
+    def sql(self, query: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        payload: dict[str, Any] = {"query": query, "format": "JSONEachRow"}
+        if params:
+            payload["params"] = params
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
+        status, body = self.admin_request("POST", "/api/sql", json.dumps(payload).encode(), headers)
         assert status == 200, body
         return [json.loads(line) for line in body.splitlines() if line.strip()]
 
@@ -174,6 +184,8 @@ def start_sidecar(
     with open(log, "w") as f:
         proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=penv)
     sc = Sidecar(proc, listen, admin, data_dir, log)
+    if "--admin-token" in extra:
+        sc.admin_token = extra[list(extra).index("--admin-token") + 1]
     try:
         wait_healthy(sc)
     except Exception:
