@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 log = logging.getLogger("llmtap.admin")
 
@@ -176,17 +177,16 @@ class HttpServer:
             err = await self._read_body(reader, req, route)
             if err is not None:
                 return err
-        elif "content-length" in req.headers or "transfer-encoding" in req.headers:
-            if req.headers.get("content-length", "0") != "0":
-                return text(400, "this request takes no body")
+        elif "transfer-encoding" in req.headers or req.headers.get("content-length", "0") != "0":
+            return text(400, "this request takes no body")
         self._waiting.pop(writer, None)  # a whole request: no longer a candidate for eviction
         loop = asyncio.get_running_loop()
         if not route.heavy:
             return await loop.run_in_executor(self.light, self.handler, req)
         self._inflight.add(req)
         try:
-            work = loop.run_in_executor(self.heavy, self.handler, req)
-            gone = asyncio.ensure_future(reader.read(1))  # b"": the client closed its side
+            work: asyncio.Future[Any] = loop.run_in_executor(self.heavy, self.handler, req)
+            gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(reader))
             done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
             if work not in done:
                 if req.cancel is not None:
@@ -248,6 +248,12 @@ class HttpServer:
         head += [f"{k}: {v}" for k, v in (*self.extra_headers, *resp.headers)]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + resp.body)
         await writer.drain()
+
+
+async def _closed(reader: asyncio.StreamReader) -> None:
+    """Returns when the client has closed its side (anything it sends meanwhile is ignored)."""
+    while await reader.read(4096):
+        pass
 
 
 def urlpath(target: str) -> str:

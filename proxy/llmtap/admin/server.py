@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..telemetry.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..telemetry.metrics import Metrics
 from . import viewer
-from .auth import SECURITY_HEADERS, AdminAuth
+from .auth import COOKIE, SECURITY_HEADERS, AdminAuth
 from .httpd import HttpServer, Request, Response, Route, text, urlpath
 from .reads import Reads, new_tag
 from .sqlguard import QueryRefused
@@ -92,7 +92,7 @@ class Admin:
             return self.login(req)
         if path == "/api/logout":
             return Response(
-                204, headers=[("Set-Cookie", "llmtap_admin=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")]
+                204, headers=[("Set-Cookie", f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")]
             )
         if path not in QUERY_ROUTES:
             return text(404, "not found")

@@ -233,7 +233,7 @@ def test_parameters_must_be_used_and_well_formed(reads: Reads) -> None:
 def test_the_engine_itself_runs_admin_reads_read_only(inproc_store: ChdbBackend) -> None:
     """Below the guard: the read session refuses writes and setting changes on its own (defence in depth)."""
     for sql in ("INSERT INTO llm_calls (service) VALUES ('x')", "SET readonly = 0", "SELECT 1 SETTINGS readonly = 0"):
-        with pytest.raises(Exception, match="(?i)readonly"):
+        with pytest.raises(Exception, match=r"(?i)readonly"):
             inproc_store.read(sql, "TSV")
     assert set(ALLOWED_TABLES) <= set(inproc_store.read("SHOW TABLES", "TSV").decode().split())
 
@@ -250,7 +250,7 @@ def test_a_long_query_is_stopped_by_the_engine(inproc_store: ChdbBackend) -> Non
         rows = [json.loads(x) for x in bounded.read("SELECT count() AS n FROM llm_calls", "JSONEachRow").splitlines()]
         assert rows
         t = time.monotonic()
-        with pytest.raises(Exception, match="(?i)timeout|time limit|elapsed"):
+        with pytest.raises(Exception, match=r"(?i)timeout|time limit|elapsed"):
             bounded.read("SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) = 1", "TSV")
         assert time.monotonic() - t < 5
     finally:
