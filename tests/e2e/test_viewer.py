@@ -61,7 +61,7 @@ def seeded_sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -70,8 +70,21 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+@pytest.fixture(scope="module")
+def browser(chromium: Any, seeded_sidecar: Sidecar) -> Iterator[Any]:
+    """A browser context signed in to the viewer the way a user is: a link carrying the install's token."""
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    page.goto(f"http://127.0.0.1:{seeded_sidecar.admin}/#token={seeded_sidecar.token}")
+    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged and forgotten
+    wait_rendered(page)
+    page.close()
+    yield ctx
+    ctx.close()
+
+
 def open_board(browser: Any, sc: Sidecar, fragment: str) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page = browser.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -156,7 +169,16 @@ def test_variables_range_and_trace_link(browser: Any, seeded_sidecar: Sidecar) -
 
 def test_report_command(seeded_sidecar: Sidecar) -> None:
     r = subprocess.run(
-        [*LLMTAP, "report", "--since", "7d", "--admin", f"127.0.0.1:{seeded_sidecar.admin}"],
+        [
+            *LLMTAP,
+            "report",
+            "--since",
+            "7d",
+            "--admin",
+            f"127.0.0.1:{seeded_sidecar.admin}",
+            "--data-dir",
+            str(seeded_sidecar.data_dir),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
