@@ -55,6 +55,8 @@ class RunConfig:
     traces_retention_days: int = 0
     calls_retention_days: int = 0
     spool_max_mb: int = 1024
+    max_client_connections: int = 4096
+    client_header_timeout: float = 30.0
 
 
 class ConfigError(ValueError):
@@ -198,6 +200,7 @@ def build(cfg: RunConfig) -> Sidecar:
 
 
 def run(cfg: RunConfig) -> int:
+    from .intercept.limits import LimitsConfig
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
@@ -210,6 +213,14 @@ def run(cfg: RunConfig) -> int:
         upstream_bundle=sc.upstream,
         proxy_auth=cfg.proxy_auth,
         connect_to=cfg.connect_to,
+        limits=LimitsConfig(
+            max_clients=cfg.max_client_connections,
+            header_timeout=cfg.client_header_timeout,
+            admin=cfg.admin,
+            intercept=cfg.intercept,
+            on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
+            on_open=sc.metrics.client_connections.set,
+        ),
     )
 
     def announce() -> None:

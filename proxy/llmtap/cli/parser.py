@@ -160,6 +160,18 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         default=int(env("spool-max-mb", 1024)),
         help="bound of the on-disk spool (records waiting for the store), default 1024",
     )
+    run.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=int(env("max-client-connections", 4096)),
+        help="client connections the proxy holds at once (the longest idle is closed for a new one), default 4096",
+    )
+    run.add_argument(
+        "--client-header-timeout",
+        type=float,
+        default=float(env("client-header-timeout", 30)),
+        help="seconds a new client connection has to send its first request, default 30",
+    )
     run.add_argument("--prices", default=env("prices"), help="price file (JSON/TOML) overriding genai-prices")
     run.add_argument(
         "--content-retention-days",

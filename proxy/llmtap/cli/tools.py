@@ -47,6 +47,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
         spool_max_mb=args.spool_max_mb,
+        max_client_connections=args.max_client_connections,
+        client_header_timeout=args.client_header_timeout,
     )
     for spec in cfg.intercept:
         try:
