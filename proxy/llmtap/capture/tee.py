@@ -28,6 +28,15 @@ from ..record import EndKind
 log = logging.getLogger("llmtap.capture")
 
 MAX_ERROR_BODY = 1024 * 1024
+# Bounds of the side parser, per response: decoded bytes it parses at all (beyond, it stops and the
+# record says so; the bytes keep flowing untouched), and decoded bytes per chunk on the event loop
+# (a compressed chunk that inflates further is inflated on the next chunk, or at the end on the worker).
+MAX_DECODED = 32 * 1024 * 1024
+LOOP_STEP = 128 * 1024
+
+
+class ResponseTooLarge(ValueError):
+    pass
 
 
 @dataclass(slots=True)
@@ -83,6 +92,7 @@ class Capture:
         self.headers_mono: float | None = None
         self.response_bytes = 0
         self.framing: Framing | None = None
+        self.decoded_bytes = 0
         self.error_body: Any = None  # the parsed body of a non-2xx response
         self._decoder: ContentDecoder | None = None
         self._framer: Framer | None = None
@@ -121,12 +131,27 @@ class Capture:
         self.response_bytes += len(data)
         return data
 
-    def _feed(self, data: bytes, t: float) -> None:
-        framer, hook = self._framer, self._hook
+    def _feed(self, data: bytes, t: float, step: int = LOOP_STEP) -> None:
+        framer, hook, decoder = self._framer, self._hook, self._decoder
         if framer is None or hook is None:
             return
-        if self._decoder is not None:
-            data = self._decoder.decode(data)
+        if decoder is None:
+            self._frames(framer, hook, data, t)
+            return
+        piece = decoder.decode(data, step)
+        while True:
+            self._frames(framer, hook, piece, t)
+            step -= len(piece)
+            if step <= 0 or not decoder.pending():
+                return
+            piece = decoder.decode(b"", step)
+
+    def _frames(self, framer: Framer, hook: Callable[[Any, float], None], data: bytes, t: float) -> None:
+        if not data:
+            return
+        self.decoded_bytes += len(data)
+        if self.decoded_bytes > MAX_DECODED:
+            raise ResponseTooLarge(f"response over {MAX_DECODED >> 20} MiB decoded: parsing stopped, bytes passed")
         for frame in framer.feed(data):
             hook(frame, t)
 
@@ -135,6 +160,8 @@ class Capture:
 
     def _parse_failed(self, e: BaseException) -> None:
         self.parsing = False
+        self._decoder = None  # what it still holds (compressed) is never inflated
+        self._framer = None
         self.parse_error = f"{type(e).__name__}: {e}"[:300]
         if self._on_parse_error is not None:
             try:
@@ -146,13 +173,16 @@ class Capture:
     def finish(self, t: float) -> None:
         """End of the body: flush the decoder and the framer (a last event without its blank
         line, an NDJSON line without its newline, a whole JSON body)."""
-        framer, hook = self._framer, self._hook
+        framer, hook, decoder = self._framer, self._hook, self._decoder
         if not self.parsing or framer is None or hook is None:
             return
         try:
-            tail = self._decoder.flush() if self._decoder is not None else b""
-            frames = framer.feed(tail) if tail else []
-            for frame in [*frames, *framer.flush()]:
+            while decoder is not None:  # what the loop left inflated-later, bounded by MAX_DECODED
+                tail = decoder.flush(LOOP_STEP * 8)
+                if not tail:
+                    break
+                self._frames(framer, hook, tail, t)
+            for frame in framer.flush():
                 hook(frame, t)
         except Exception as e:
             self._parse_failed(e)

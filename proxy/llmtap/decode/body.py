@@ -32,7 +32,7 @@ class JSONBody:
         if not self._buf:
             return []
         try:
-            value = json.loads(bytes(self._buf))
+            value = json.loads(self._buf)  # bytes-like: no second copy of a large body
         except ValueError:
             return []
         finally:
