@@ -87,3 +87,12 @@ def replay_row(
 
 def fields(r: CallRecord, *names: str) -> dict[str, Any]:
     return {n: getattr(r, n) for n in names}
+
+
+def check(name: str, expected: dict[str, Any], **kw: Any) -> CallRecord:
+    """Replay ``name`` and assert each expected field (all mismatches reported at once)."""
+    r = replay_row(name, **kw)
+    got = fields(r, *expected)
+    wrong = {k: (got[k], v) for k, v in expected.items() if got[k] != v}
+    assert not wrong, f"{name}: field: (got, expected) {wrong}"
+    return r

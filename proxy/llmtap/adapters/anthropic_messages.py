@@ -99,7 +99,7 @@ class AnthropicMessages(Adapter):
             key = _CONTENT_DELTAS.get(as_str(delta.get("type")))
             if key is not None:
                 text = delta.get(key)
-                if isinstance(text, str) and (text or key == "partial_json"):
+                if isinstance(text, str) and text:  # an empty delta carries nothing
                     self.obs.text(text)
                     self.content(t)
         elif etype == "content_block_start":
