@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from corpus import check
 from llmtap.adapters import AnthropicMessages
+from llmtap.capture import taxonomy
 from llmtap.decode import SSEEvent
 
 OK = {"status_code": 200, "outcome": "ok", "error_type": "", "error_code": ""}
@@ -131,9 +134,7 @@ def test_in_stream_error_keeps_its_type_and_class() -> None:
     # Anthropic's in-stream error event, as documented: {"type":"error","error":{"type":...}}
     for etype, expected in (("overloaded_error", "overloaded"), ("invalid_request_error", "bad_request")):
         a = AnthropicMessages()
-        a.on_event(SSEEvent("error", '{"type":"error","error":{"type":"%s","message":"m"}}' % etype), 1.0)
+        a.on_event(SSEEvent("error", json.dumps({"type": "error", "error": {"type": etype, "message": "m"}})), 1.0)
         assert a.obs.error is not None and a.obs.error.code == etype
-        from llmtap.capture import taxonomy
-
         err = a.obs.error
         assert taxonomy.classify(0, err.code, err.type, err.message, err.status) == expected
