@@ -14,7 +14,6 @@ import pytest
 
 from corpus import check, replay_row
 from llmtap.adapters import route
-from llmtap.adapters.base import output_with_reasoning
 from llmtap.capture import Capture, End, RequestFacts, build
 from llmtap.capture.estimate import TokenEstimator
 from llmtap.testing import mock
@@ -203,6 +202,8 @@ def test_xai_reasoning_outside_completion_is_added_to_output(name: str, expected
 
 
 def test_output_with_reasoning_rules() -> None:
+    from llmtap.adapters.base import output_with_reasoning
+
     # (completion, reasoning, prompt, total) -> (output, reasoning); see docs/how-it-works.md
     assert output_with_reasoning(100, 100, 12, 112) == (100, 100)  # OpenAI: total = prompt + completion
     assert output_with_reasoning(1, 228, 12, 241) == (229, 228)  # xAI: total = prompt + completion + reasoning
