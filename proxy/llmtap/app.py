@@ -204,6 +204,9 @@ def run(cfg: RunConfig) -> int:
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
+    # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
+    # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
+    sys.setswitchinterval(0.0005)
     admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
     admin.start()
     settings = ProxySettings(

@@ -53,7 +53,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         stream=req.stream,
         status_code=cap.status,
         duration_ms=max(end.mono - f.start_mono, 0.0) * 1000.0,
-        request_bytes=len(f.body),
+        request_bytes=f.body_size if f.body_size >= 0 else len(f.body),
         response_bytes=cap.response_bytes,
         user_id=attr.get("user_id") or req.user,
         session_id=attr.get("session_id", ""),
@@ -61,7 +61,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         feature=attr.get("feature", ""),
         prompt_version=attr.get("prompt_version", ""),
         api_key_id=f.api_key_id,
-        request_hash=hashlib.sha256(f.body).hexdigest()[:32] if f.body else "",
+        request_hash=f.body_hash or (hashlib.sha256(f.body).hexdigest()[:32] if f.body else ""),
         max_output_tokens=req.max_output_tokens
         if req.max_output_tokens is None or 0 <= req.max_output_tokens < 2**32
         else None,

@@ -32,7 +32,10 @@ MAX_ERROR_BODY = 1024 * 1024
 # record says so; the bytes keep flowing untouched), and decoded bytes per chunk on the event loop
 # (a compressed chunk that inflates further is inflated on the next chunk, or at the end on the worker).
 MAX_DECODED = 32 * 1024 * 1024
-LOOP_STEP = 128 * 1024
+LOOP_STEP = 32 * 1024
+# A stream whose decoding fell behind (only a bomb inflates that fast) is finished on the worker up to
+# this much more: parsing millions of tiny events there would hold the GIL the event loop needs.
+MAX_DEFERRED_STREAM = 1024 * 1024
 
 
 class ResponseTooLarge(ValueError):
@@ -57,6 +60,12 @@ class RequestFacts:
     trace_id: str = ""
     span_id: str = ""
     parent_span_id: str = ""
+    body_size: int = -1  # bytes on the wire when the body was streamed (``body`` is then empty)
+    body_hash: str = ""  # its hash, counted on the way (``request_hash``)
+    body_note: str = ""  # why its fields are missing (over the parse bound, undecodable), else ''
+
+
+_UNSET: Any = object()
 
 
 @dataclass(slots=True)
@@ -72,17 +81,24 @@ ParseErrorHook = Callable[[str, BaseException], None]
 class Capture:
     """The state of one intercepted call."""
 
-    def __init__(self, facts: RequestFacts, adapter: Adapter, on_parse_error: ParseErrorHook | None = None) -> None:
+    def __init__(
+        self,
+        facts: RequestFacts,
+        adapter: Adapter,
+        on_parse_error: ParseErrorHook | None = None,
+        request_json: Any = _UNSET,
+    ) -> None:
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
-        self.request_json: Any = None
-        try:
-            self.request_json = json.loads(facts.body) if facts.body else None
-        except ValueError:
-            self.request_json = None
+        self.request_json: Any = None if request_json is _UNSET else request_json
+        if request_json is _UNSET:  # a small body handed over whole: parsed here
+            try:
+                self.request_json = json.loads(facts.body) if facts.body else None
+            except ValueError:
+                self.request_json = None
         self.parsing = True
-        self.parse_error = ""
+        self.parse_error = facts.body_note
         try:
             adapter.on_request(self.request_json)
             adapter.on_target(facts.path)
@@ -178,11 +194,16 @@ class Capture:
         if not self.parsing or framer is None or hook is None:
             return
         try:
+            deferred = 0
             while decoder is not None:  # what the loop left inflated-later, bounded by MAX_DECODED
                 tail = decoder.flush(LOOP_STEP * 8)
                 if not tail:
                     break
+                deferred += len(tail)
+                if self.streamed and deferred > MAX_DEFERRED_STREAM:
+                    raise ResponseTooLarge("stream inflating faster than it parses: parsing stopped, bytes passed")
                 self._frames(framer, hook, tail, t)
+                time.sleep(0)  # let the event loop's thread take the GIL between steps
             for frame in framer.flush():
                 hook(frame, t)
         except Exception as e:

@@ -24,7 +24,7 @@ class JSONBody:
     def feed(self, chunk: bytes) -> list[Any]:
         if len(self._buf) + len(chunk) > self.max_bytes:
             self._buf = bytearray()
-            raise BodyTooLarge("body too large to parse")
+            raise BodyTooLarge(f"body over {self.max_bytes >> 20} MiB: parsing stopped, bytes passed")
         self._buf += chunk
         return []
 

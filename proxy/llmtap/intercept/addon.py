@@ -21,6 +21,7 @@ from mitmproxy import http
 
 from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
+from ..capture.request import LOOP_PARSE, RequestBody, parse_body
 from ..pipeline import Pipeline
 from ..record import EndKind
 from .attribution import Fingerprinter, read_attribution, strippable, trace_ids
@@ -28,6 +29,7 @@ from .routing import BASE_URL_HELP, Interception, base_url_target
 
 log = logging.getLogger("llmtap.addon")
 _KEY = "llmtap"
+_REQ = "llmtap_request"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 AdapterFactory = Callable[[type[Adapter]], Adapter]
@@ -70,6 +72,8 @@ class LlmTapAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
+        if flow.response is not None:  # answered already (proxy authentication)
+            return
         req = flow.request
         if req.scheme == "http" and self._addressed_to_us(req.host, req.port):
             target = base_url_target(req.path, self.cfg.intercept)
@@ -82,31 +86,42 @@ class LlmTapAddon:
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
         if not self.is_intercepted(req.host, req.port):
             req.stream = True  # not ours: pass through, never buffer
-
-    def request(self, flow: http.HTTPFlow) -> None:
-        req = flow.request
-        if req.stream:
             return
+        # A call: its headers are read (then stripped) now, its body streamed upstream as it arrives,
+        # counted and kept up to a bound (capture.request); the capture is built at its end.
         headers = [(k.lower(), v) for k, v in req.headers.items(multi=True)]
         names = frozenset(k for k, _ in headers)
         for name in strippable(names, req.headers.get("authorization", "")):
             del req.headers[name]
         match = route(req.method, req.host, req.path, names)
-        if match is None:
-            return  # GET /v1/models and the like: not calls
+        if match is not None:
+            flow.metadata[_REQ] = (headers, match, req.headers.get("traceparent", ""))
+        req.stream = RequestBody() if match is not None else True  # GET /v1/models and the like: not calls
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        seen = flow.metadata.pop(_REQ, None)
+        if seen is None:
+            return
+        headers, match, traceparent = seen
+        body = req.stream if isinstance(req.stream, RequestBody) else RequestBody()
+        encoding = req.headers.get("content-encoding", "")
+        raw = body.buf
+        if raw is not None and (len(raw) > LOOP_PARSE or encoding):
+            loop = asyncio.get_running_loop()  # large or compressed: parsed off the event loop
+            request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
+        else:
+            request_json, note = parse_body(raw, encoding)
+        body.buf = None
         t0 = flow.metadata.get("llmtap_t0") or (time.time(), time.monotonic())
-        try:
-            body = req.get_content(strict=False) or b""
-        except Exception:
-            body = req.raw_content or b""
-        trace_id, parent = trace_ids(req.headers.get("traceparent", ""))
+        trace_id, parent = trace_ids(traceparent)
         facts = RequestFacts(
             method=req.method,
             host=req.host,
             port=req.port,
             path=req.path,
             headers=headers,
-            body=body,
+            body=b"",
             start_wall=t0[0],
             start_mono=t0[1],
             provider=match.provider,
@@ -117,8 +132,11 @@ class LlmTapAddon:
             trace_id=trace_id,
             span_id=secrets.token_hex(8),
             parent_span_id=parent,
+            body_size=body.size,
+            body_hash=body.digest(),
+            body_note=note,
         )
-        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error)
+        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error, request_json)
         if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
             cap.adapter.req.model = match.model
         flow.metadata[_KEY] = cap

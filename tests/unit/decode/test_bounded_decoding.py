@@ -37,7 +37,7 @@ def header(name: str) -> str:
 def drain(dec: ContentDecoder, blob: bytes, cuts: list[int], limit: int) -> bytes:
     out: list[bytes] = []
     pos = 0
-    for cut in sorted({c % (len(blob) + 1) for c in cuts}) + [len(blob)]:
+    for cut in [*sorted({c % (len(blob) + 1) for c in cuts}), len(blob)]:
         piece = dec.decode(blob[pos:cut], limit)
         assert limit < 0 or len(piece) <= limit
         out.append(piece)

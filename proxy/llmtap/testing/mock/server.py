@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import anthropic, bedrock, gemini, ollama, openai, replay
+from . import anthropic, bedrock, gemini, hostile, ollama, openai, replay
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -69,6 +69,8 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     if not scenario and model.startswith("mock-"):
         scenario = model[5:]
+    if scenario in hostile.SCENARIOS:  # bombs, a cut body, echoed payloads (the security tests)
+        return hostile.reply(scenario, body)
     host = headers.get("host", "").split(":", 1)[0]
     match = route("POST", host, path, frozenset(headers))
     handler = HANDLERS.get(match.api) if match is not None else None
@@ -156,7 +158,7 @@ class MockServer:
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
         if streaming:
             head.append("transfer-encoding: chunked")
-        else:
+        elif not any(k == "content-length" for k, _ in reply.headers):  # a reply may promise a length itself
             head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
         if not streaming:
