@@ -170,12 +170,15 @@ def test_a_request_body_bomb_is_not_inflated(hostile: Sidecar, mock: Mock) -> No
     assert "request body over" in _span_attr(hostile, sid, "llmtap.parse_error")
 
 
-def test_a_cut_response_is_an_error_not_ok(hostile: Sidecar, mock: Mock) -> None:
-    """Finding 17: a response that ended before its Content-Length was recorded as ok."""
+@pytest.mark.parametrize("scenario", ["truncated", "truncated_sse"])
+def test_a_cut_response_is_an_error_not_ok(hostile: Sidecar, mock: Mock, scenario: str) -> None:
+    """Finding 17: a response that ended before its Content-Length was recorded as ok (a stream whose
+    terminal event had arrived: the client's HTTP library still fails the read)."""
     sid = session_id()
     try:
-        through(hostile, mock, "truncated", sid=sid)
+        through(hostile, mock, scenario, sid=sid)
     except Exception:
         pass  # the client may see the cut itself
     row = hostile.row(sid, timeout=15)
     assert row["outcome"] == "error" and row["error_type"] == "upstream_disconnected", row
+    assert row["response_bytes"] < int(row["response_bytes"]) + 100

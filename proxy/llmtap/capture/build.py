@@ -119,11 +119,14 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         # [DONE] / message_stop) received the whole answer: that is not a cancel.
         r.outcome = "cancelled"
         r.finish_reason = "cancelled"
-    elif not obs.terminal and (
-        end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error)
+    elif (cut := _cut_short(cap, end)) or (
+        not obs.terminal
+        and (end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error))
     ):
+        # A body that ended before its Content-Length (or a broken HTTP message) fails the client's read
+        # even when the terminal event had arrived: an error, never ok.
         r.outcome = "error"
-        msg = end.message or "stream ended before its terminal event"
+        msg = end.message or cut or "stream ended before its terminal event"
         r.error_type = taxonomy.transport_error_type(msg)
         r.error_message = cap_message(msg)
         if cap.streamed:
@@ -139,6 +142,18 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
             r.retry_after_s = err.retry_after_s
         if r.retry_after_s is None:
             r.retry_after_s = taxonomy.retry_after_from_message(err.message)
+
+
+def _cut_short(cap: Capture, end: End) -> str:
+    """Why the response body is incomplete ('' when it is not, or when the client left first)."""
+    if end.kind == "client_disconnected" or cap.status in (204, 304) or cap.facts.method == "HEAD":
+        return ""
+    if end.kind == "upstream_error":
+        return end.message or "the upstream broke the response"
+    length = dict(cap.resp_headers).get("content-length", "")
+    if length.isdigit() and cap.response_bytes < int(length):
+        return f"response ended after {cap.response_bytes} of {int(length)} bytes (Content-Length)"
+    return ""
 
 
 def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> None:

@@ -5,7 +5,7 @@
 - ``bomb_br``: an SSE response, brotli, inflating to 2 GiB of real chat-completion chunks.
 - ``bomb_zstd``: a JSON response, zstd, inflating to 2 GiB of zeros.
 - ``truncated``: a JSON response whose ``Content-Length`` promises more than is sent before the
-  connection closes.
+  connection closes; ``truncated_sse`` the same for a whole stream, its terminal event included.
 - ``echo``: a 200 answer whose id and model are the request's ``user`` field, and ``echo_error`` a
   400 whose error message, type and code are (attacker-controlled columns for the XSS test);
   ``x-request-id`` carries it too when it is a valid header value.
@@ -24,7 +24,7 @@ from typing import Any
 from .common import CREATED, OPENAI_HEADERS, SSE_HEADERS, Reply, json_reply, sse
 
 BOMB_BYTES = 2 << 30
-SCENARIOS = frozenset({"bomb_gzip2", "bomb_br", "bomb_zstd", "truncated", "echo", "echo_error"})
+SCENARIOS = frozenset({"bomb_gzip2", "bomb_br", "bomb_zstd", "truncated", "truncated_sse", "echo", "echo_error"})
 _MIB = 1 << 20
 
 
@@ -81,7 +81,12 @@ def reply(scenario: str, body: dict[str, Any]) -> Reply:
         full = json.dumps({"id": "chatcmpl-cut", "object": "chat.completion", "model": "gpt-4o", "choices": []})
         sent = full.encode()[: len(full) // 2]
         return Reply(200, [("content-type", "application/json"), ("content-length", str(len(full)))], [sent],
-                     abort=True)  # fmt: skip
+                     close=True)  # fmt: skip
+    if scenario == "truncated_sse":
+        event = json.loads(_chunk_event().decode()[6:])
+        done = {**event, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        events = sse(event) + sse(done) + sse("[DONE]")
+        return Reply(200, [*SSE_HEADERS, ("content-length", str(len(events) + 100))], [events], close=True)
     payload = str(body.get("user", ""))
     header = [("x-request-id", payload)] if payload.isprintable() and payload.isascii() else []
     if scenario == "echo_error":

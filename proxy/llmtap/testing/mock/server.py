@@ -134,6 +134,8 @@ class MockServer:
                 if reply.abort:
                     writer.transport.abort()
                     return
+                if reply.close:
+                    return
                 if headers.get("connection", "").lower() == "close":
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
@@ -153,12 +155,15 @@ class MockServer:
             529: "Overloaded",
         }
         head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
-        streaming = reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        fixed = any(k == "content-length" for k, _ in reply.headers)  # a reply that promises its length itself
+        streaming = not fixed and (
+            reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        )
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
         if streaming:
             head.append("transfer-encoding: chunked")
-        elif not any(k == "content-length" for k, _ in reply.headers):  # a reply may promise a length itself
+        elif not fixed:
             head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
         if not streaming:
