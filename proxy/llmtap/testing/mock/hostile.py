@@ -6,9 +6,9 @@
 - ``bomb_zstd``: a JSON response, zstd, inflating to 2 GiB of zeros.
 - ``truncated``: a JSON response whose ``Content-Length`` promises more than is sent before the
   connection closes; ``truncated_sse`` the same for a whole stream, its terminal event included.
-- ``echo``: a 200 answer whose id and model are the request's ``user`` field, and ``echo_error`` a
-  400 whose error message, type and code are (attacker-controlled columns for the XSS test);
-  ``x-request-id`` carries it too when it is a valid header value.
+- ``echo``: a 200 answer whose id, model and content are the request's ``x-mock-echo`` header, and
+  ``echo_error`` a 400 whose error message, type and code are (what an upstream echoes back: planted
+  secrets, markup for the XSS test); ``x-request-id`` carries it too.
 
 Bombs are built once per process, in pieces (the inflated body never exists here either).
 """
@@ -67,7 +67,7 @@ def _brotli_events() -> bytes:
     return b"".join([*parts, c.finish()])
 
 
-def reply(scenario: str, body: dict[str, Any]) -> Reply:
+def reply(scenario: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
     if scenario == "bomb_gzip2":
         return Reply(200, [("content-type", "application/json"), ("content-encoding", "gzip, gzip")],
                      [gzip.compress(_gzip_zeros(), 1, mtime=0)])  # fmt: skip
@@ -87,8 +87,8 @@ def reply(scenario: str, body: dict[str, Any]) -> Reply:
         done = {**event, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         events = sse(event) + sse(done) + sse("[DONE]")
         return Reply(200, [*SSE_HEADERS, ("content-length", str(len(events) + 100))], [events], close=True)
-    payload = str(body.get("user", ""))
-    header = [("x-request-id", payload)] if payload.isprintable() and payload.isascii() else []
+    payload = headers.get("x-mock-echo", "")
+    header = [("x-request-id", payload)] if payload else []
     if scenario == "echo_error":
         err = {"error": {"message": payload, "type": payload, "code": payload, "param": None}}
         return json_reply(400, err, header)

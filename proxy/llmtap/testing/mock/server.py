@@ -70,7 +70,7 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     if not scenario and model.startswith("mock-"):
         scenario = model[5:]
     if scenario in hostile.SCENARIOS:  # bombs, a cut body, echoed payloads (the security tests)
-        return hostile.reply(scenario, body)
+        return hostile.reply(scenario, body, headers)
     host = headers.get("host", "").split(":", 1)[0]
     match = route("POST", host, path, frozenset(headers))
     handler = HANDLERS.get(match.api) if match is not None else None
