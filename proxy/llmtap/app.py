@@ -115,9 +115,10 @@ class Sidecar:
             queued = self.writer.queued()
             self.metrics.store_queue.set(queued)
             self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
-            h.update(
-                store_queue=queued, store_ok=self.writer.failing_since is None, records_written=self.writer.written
-            )
+            ok = self.writer.ok()
+            h.update(store_queue=queued, store_ok=ok, records_written=self.writer.written)
+            if not ok:
+                h["store_error"] = self.writer.last_error
         return h
 
     def reads(self) -> Reads | None:
@@ -177,7 +178,13 @@ def build(cfg: RunConfig) -> Sidecar:
             on_drop=dropped,
             legacy=json_line_converter(rowbinary.encode),
         )
-        writer = StoreWriter(backend, spool, quarantine_dir=cfg.data_dir / "quarantine", on_drop=dropped)
+        writer = StoreWriter(
+            backend,
+            spool,
+            quarantine_dir=cfg.data_dir / "quarantine",
+            on_drop=dropped,
+            on_error=lambda reason: metrics.store_errors.labels(reason).inc(),
+        )
         sinks.append(StoreSink(writer, resource))
     sinks += [MetricsSink(metrics), LogSink()]
     if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):

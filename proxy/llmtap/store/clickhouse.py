@@ -92,6 +92,11 @@ class ClickHouseBackend:
         except Exception:
             pass  # the writer retries; the sidecar must start while the store is away
 
+    @property
+    def ready(self) -> bool:
+        """The store answered (and has the schema): false when it was away at start."""
+        return self._schema_ready
+
     def _ensure(self) -> Any:
         if self._client is None:
             self._client = _connect(self.cfg, "default", self._connect_timeout, 30)

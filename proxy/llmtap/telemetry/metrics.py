@@ -81,6 +81,12 @@ class Metrics:
             registry=r,
         )
         self.dropped = Counter("llmtap_records_dropped", "Records lost, by reason", ["reason"], registry=r)
+        self.store_errors = Counter(
+            "llmtap_store_errors",
+            "Store-path faults, by reason (store_unavailable, spool_write, writer)",
+            ["reason"],
+            registry=r,
+        )
         self.store_queue = Gauge("llmtap_store_queue_records", "Records waiting for the store", registry=r)
         self.spool_bytes = Gauge("llmtap_spool_bytes", "Bytes in the on-disk spool", registry=r)
         self.client_connections = Gauge(
