@@ -72,11 +72,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def real_credentials(spec: str) -> bool:
+    """``USER:PASS`` with both parts, an htpasswd file (``@PATH``) or LDAP: not ``any`` (which takes any)."""
+    spec = spec.strip()
+    if spec.startswith("@") and len(spec) > 1:
+        return True
+    if spec.startswith(("ldap:", "ldaps:")):
+        return True
+    user, sep, password = spec.partition(":")
+    return bool(sep and user and password) and spec != "any"
+
+
 def check_exposure(cfg: RunConfig) -> None:
-    if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
+    if not is_loopback(cfg.listen[0]) and not (real_credentials(cfg.proxy_auth) or cfg.allow_open_proxy):
         raise ConfigError(
-            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
-            "(or --allow-open-proxy if the network in front of it is trusted)"
+            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs real credentials, "
+            "--proxy-auth USER:PASS or --proxy-auth @HTPASSWD_FILE (\"any\" accepts anyone), "
+            "or --allow-open-proxy if the network in front of it is trusted"
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")

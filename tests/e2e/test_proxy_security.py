@@ -206,3 +206,60 @@ def test_idle_and_slow_clients_are_dropped_and_counted(mock: Mock, tmp_path: Pat
         for s in socks:
             s.close()
         stop(sc.proc)
+
+
+def _connect(sc: Sidecar, creds: str) -> int:
+    import base64
+
+    s = socket.create_connection(("127.0.0.1", sc.listen), timeout=10)
+    try:
+        auth = base64.b64encode(creds.encode()).decode()
+        head = "CONNECT api.openai.com:443 HTTP/1.1\r\nHost: api.openai.com:443\r\n"
+        s.sendall(f"{head}Proxy-Authorization: Basic {auth}\r\n\r\n".encode())
+        return int(s.recv(4096).split(b" ", 2)[1])
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("auth", ["any", "alice:", ":secret", ""])
+def test_a_network_listener_needs_real_credentials(tmp_path: Path, auth: str) -> None:
+    """Finding 11: ``--listen 0.0.0.0:... --proxy-auth any`` was allowed: an open proxy in effect."""
+    import subprocess
+
+    from helpers import LLMTAP, free_port
+
+    args = [*LLMTAP, "run", "--data-dir", str(tmp_path / "d"), "--listen", f"0.0.0.0:{free_port()}",
+            "--admin", f"127.0.0.1:{free_port()}"]  # fmt: skip
+    if auth:
+        args += ["--proxy-auth", auth]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "real credentials" in r.stderr, r.stderr
+
+
+def test_credentials_from_a_file_or_htpasswd_and_guessing_is_budgeted(mock: Mock, tmp_path: Path) -> None:
+    """Finding 17: proxy auth accepted ~500 guesses/s with no backoff; secrets had to be on the command line."""
+    import bcrypt
+
+    secret = tmp_path / "proxy-auth"
+    secret.write_text("alice:r1ght-pass\n")
+    sc = start_sidecar(tmp_path / "data", mock, "--proxy-auth-file", str(secret))
+    try:
+        assert _connect(sc, "alice:r1ght-pass") == 200
+        assert PLANTED not in sc.log.read_text() and PLANTED not in " ".join(map(str, sc.proc.args))
+        for i in range(40):
+            assert _connect(sc, f"alice:guess{i}") == 407
+        assert _connect(sc, "alice:r1ght-pass") == 407  # the budget is spent: not even checked
+        time.sleep(2.5)
+        assert _connect(sc, "alice:r1ght-pass") == 200  # it refills
+    finally:
+        stop(sc.proc)
+    htpasswd = tmp_path / "htpasswd"
+    htpasswd.write_text("bob:" + bcrypt.hashpw(b"hunter22", bcrypt.gensalt(rounds=4)).decode() + "\n")
+    sc = start_sidecar(tmp_path / "data2", mock, "--proxy-auth", f"@{htpasswd}")
+    try:
+        assert _connect(sc, "bob:hunter22") == 200 and _connect(sc, "bob:wrong") == 407
+    finally:
+        stop(sc.proc)
+
+
+PLANTED = "r1ght-pass"

@@ -129,7 +129,17 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT:ADDR:PORT",
         help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to",
     )
-    run.add_argument("--proxy-auth", default=env("proxy-auth", ""), help="USER:PASS required from clients")
+    run.add_argument(
+        "--proxy-auth",
+        default=env("proxy-auth", ""),
+        help="USER:PASS or @HTPASSWD_FILE required from clients (prefer LLMTAP_PROXY_AUTH or --proxy-auth-file: "
+        "arguments are visible in ps)",
+    )
+    run.add_argument(
+        "--proxy-auth-file",
+        default=env("proxy-auth-file", ""),
+        help="read USER:PASS for --proxy-auth from this file (e.g. a container secret)",
+    )
     run.add_argument(
         "--allow-open-proxy",
         action="store_true",

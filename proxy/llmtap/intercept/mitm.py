@@ -58,7 +58,10 @@ def proxy_addons(proxy_auth: bool) -> list[Any]:
     if proxy_auth:
         from mitmproxy.addons import proxyauth
 
-        addons.append(proxyauth.ProxyAuth())
+        from .authlimit import addons as auth_budget
+
+        before, after = auth_budget()  # failed guesses budgeted per client address
+        addons += [before, proxyauth.ProxyAuth(), after]
     addons += [proxyserver.Proxyserver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
     return addons
 
