@@ -182,3 +182,21 @@ def test_a_cut_response_is_an_error_not_ok(hostile: Sidecar, mock: Mock, scenari
     row = hostile.row(sid, timeout=15)
     assert row["outcome"] == "error" and row["error_type"] == "upstream_disconnected", row
     assert row["response_bytes"] < int(row["response_bytes"]) + 100
+
+
+def test_request_model_names_cannot_blow_up_metrics(hostile: Sidecar, mock: Mock) -> None:
+    """Finding 12: 1,000 distinct request model names grew /metrics to ~55 MB; label values came straight
+    from requests."""
+    for i in range(120):
+        through(hostile, mock, "default", body={"model": f"attacker-model-{i}", "messages": []})
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, body = hostile.admin_request("GET", "/metrics")
+    models = {
+        s.labels["model"]
+        for fam in text_string_to_metric_families(body.decode())
+        for s in fam.samples
+        if s.name == "llmtap_requests_total" and s.labels.get("provider") == "openai"
+    }
+    assert len([m for m in models if m.startswith("attacker-model-")]) <= 50
+    assert "other" in models
