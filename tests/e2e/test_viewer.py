@@ -268,3 +268,19 @@ def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any,
     assert seen_payload  # the payloads were on the pages, as text
     assert dialogs == []
     ctx.close()
+
+
+def test_a_link_with_an_injected_trace_id_runs_no_attacker_sql(browser: Any, seeded_sidecar: Sidecar) -> None:
+    """Finding 2: navigating to ``/#llmtap-trace?trace_id=<injection>`` ran the attacker's query (the CA key
+    leaked into the page)."""
+    from urllib.parse import quote
+
+    ca = seeded_sidecar.data_dir / "ca" / "mitmproxy-ca.pem"
+    key_line = next(x for x in ca.read_text().splitlines() if x and "-----" not in x)
+    injection = f"' UNION ALL SELECT line, '', '', '', '', 0, 0, [], [], 0 FROM file('{ca}', 'LineAsString') --"
+    page, _ = open_board(browser, seeded_sidecar, f"llmtap-trace?trace_id={quote(injection)}")
+    text = page.inner_text("body")
+    assert key_line not in text and "PRIVATE KEY" not in text
+    state = panel_states(page)[0]
+    assert state["state"] == "rendered" and state["empty"]  # the value was compared as a value: no such span
+    page.close()
