@@ -66,7 +66,7 @@ def _store_read(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, 
     from ..store import StoreURLError, open_backend
 
     try:
-        backend = open_backend(store_url(args), read_url=getattr(args, "read_store", None) or "")
+        backend = open_backend(store_url(args), read_url=getattr(args, "read_store", None) or "", reads_only=True)
         if backend is None:
             raise StoreURLError("--store none has nothing to query")
     except StoreURLError as e:

@@ -72,6 +72,7 @@ class ClickHouseBackend:
         retention: dict[str, int] | None = None,
         read_url: str = "",
         limits: QueryLimits = LIMITS,
+        writer: bool = True,
     ) -> None:
         self.cfg = parse_url(url)
         self.read_cfg = parse_url(read_url) if read_url else self.cfg
@@ -87,6 +88,8 @@ class ClickHouseBackend:
         self._read_lock = threading.Lock()
         self._read_clients: list[Any] = []
         self._parser: EngineParser | None = None
+        if not writer:
+            return  # reads only: the writer's connection (and the schema) is never needed
         try:
             self._ensure()
         except Exception:
@@ -192,6 +195,9 @@ class ClickHouseBackend:
             settings["query_id"] = f"llmtap-admin-{tag}"
             sql = tagged(sql, tag)
         c = self._reader()
+        # A user the server already keeps read-only may not change these: its profile's values apply.
+        fixed = getattr(c, "server_settings", {}) or {}
+        settings = {k: v for k, v in settings.items() if not getattr(fixed.get(k), "readonly", False)}
         try:
             out = bytes(c.raw_query(sql, parameters=dict(params) if params else None, settings=settings, fmt=fmt))
         except Exception:

@@ -203,6 +203,8 @@ class ClickHouseHTTP:
     user: str = "llmtap"
     password: str = "s3cret"
     proc: subprocess.Popen[Any] | None = None
+    read_user: str = ""  # a second user whose queries the engine keeps read-only
+    read_password: str = ""
 
     def start(self) -> ClickHouseHTTP:
         self.proc = subprocess.Popen(
@@ -217,6 +219,7 @@ class ClickHouseHTTP:
                 self.user,
                 "--password",
                 self.password,
+                *(["--read-user", self.read_user, "--read-password", self.read_password] if self.read_user else []),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -237,6 +240,17 @@ class ClickHouseHTTP:
     @property
     def url(self) -> str:
         return f"clickhouse://{self.user}:{self.password}@127.0.0.1:{self.port}/llmtap"
+
+    @property
+    def read_url(self) -> str:
+        return f"clickhouse://{self.read_user}:{self.read_password}@127.0.0.1:{self.port}/llmtap"
+
+    def log(self) -> list[tuple[str, str]]:
+        """Who ran what: (user, the statement's first words), the last 500."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_chhttp/log", timeout=10) as r:
+            return [tuple(x) for x in json.loads(r.read())]
 
     def client(self) -> Any:
         import clickhouse_connect
