@@ -66,7 +66,7 @@ class WSConnection:
                 else:
                     self.adapter.on_server(obj, text, len(content), t)
             for turn in self.adapter.take():
-                self._emit(turn, End("complete", turn.end if turn.end is not None else t))
+                self._emit(turn, self._finished(turn, t))
         except Exception as e:
             self._failed(e)
 
@@ -82,9 +82,17 @@ class WSConnection:
         who = "client" if closed_by_client else "server" if closed_by_client is False else "connection"
         msg = f"WebSocket closed by the {who} before the response finished" + (f" ({reason})" if reason else "")
         for turn in turns:
-            self._emit(turn, End("complete", turn.end) if turn.end is not None else End(kind, t, msg))
+            self._emit(turn, self._finished(turn, t) if turn.end is not None else End(kind, t, msg))
 
     # -- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _finished(turn: Turn, t: float) -> End:
+        end = turn.end if turn.end is not None else t
+        obs = turn.adapter.obs
+        if obs.finish == "cancelled" and not obs.terminal:  # the server reports the client's cancel
+            return End("client_disconnected", end, "cancelled by the client")
+        return End("complete", end)
+
     def _emit(self, turn: Turn, end: End) -> None:
         f = self.facts
         facts = dataclasses.replace(

@@ -138,7 +138,13 @@ class RealtimeSession(Session):
         rid = f"resp_mock_rt{next(self.ids)}"
         self.in_flight = rid
         audio = "audio" in (params.get("output_modalities") or params.get("modalities") or ["audio"])
-        resp: dict[str, Any] = {"id": rid, "object": "realtime.response", "status": "in_progress", "output": [], "usage": None}
+        resp: dict[str, Any] = {
+            "id": rid,
+            "object": "realtime.response",
+            "status": "in_progress",
+            "output": [],
+            "usage": None,
+        }
         steps = [
             Step(self._ev("response.created", response=resp), delay),
             Step(
@@ -159,7 +165,13 @@ class RealtimeSession(Session):
         for i, w in enumerate(words(6)):
             for j, kind in enumerate(kinds):
                 delta = AUDIO_CHUNK if kind == "response.output_audio.delta" else w
-                steps.append(Step(delay=0 if j else delay, make=self._delta(rid, self._name(kind), delta)))
+                steps.append(
+                    Step(
+                        delay=0 if j else delay,
+                        make=self._delta(rid, self._name(kind), delta),
+                        when=lambda rid=rid: rid not in self.cancelled,  # type: ignore[misc]
+                    )
+                )
             if i == 1 and scenario in ("close_mid", "abort_mid"):
                 steps.append(
                     Step(delay=delay, close=1011 if scenario == "close_mid" else None, abort=scenario == "abort_mid")
@@ -170,9 +182,7 @@ class RealtimeSession(Session):
         return steps
 
     def _delta(self, rid: str, etype: str, delta: str) -> Any:
-        def make() -> dict[str, Any] | None:
-            if rid in self.cancelled:
-                return None  # cancelled: the rest of the response is not generated
+        def make() -> dict[str, Any]:
             return self._ev(etype, response_id=rid, item_id="item_out1", output_index=0, content_index=0, delta=delta)
 
         return make

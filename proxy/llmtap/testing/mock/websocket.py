@@ -52,7 +52,8 @@ class Step:
     delay: float = 0.0
     close: int | None = None  # a close code: send a close frame
     abort: bool = False  # drop the TCP connection without a close frame
-    make: Callable[[], Any] | None = None  # the message, decided when it is due (None: skip the step)
+    make: Callable[[], Any] | None = None  # the message, built when it is due (after the delay)
+    when: Callable[[], bool] | None = None  # checked before the delay: False skips the step
 
 
 @dataclass
@@ -224,13 +225,11 @@ async def _send_steps(
         step = await steps.get()
         if step is None:
             return
-        message = step.message
-        if step.make is not None:
-            message = step.make()
-            if message is None:
-                continue
+        if step.when is not None and not step.when():
+            continue
         if step.delay:
             await asyncio.sleep(step.delay)
+        message = step.make() if step.make is not None else step.message
         try:
             if step.abort:
                 sock.closed = "abort"
