@@ -15,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 from helpers import Mock, Sidecar, session_id
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -134,7 +135,7 @@ def test_responses_websocket_cancel_and_server_close(proxied: Sidecar, mock: Moc
     assert socket_log(mock, sid)["closed"] == "client"
 
     sid = session_id()
-    with pytest.raises(Exception), oai().responses.connect(extra_headers=headers(sid), max_retries=0) as conn:  # noqa: B017
+    with pytest.raises(ConnectionClosedError), oai().responses.connect(extra_headers=headers(sid)) as conn:
         conn.send_raw(create(metadata={"mock_scenario": "close_mid"}))
         while True:
             conn.recv_bytes()
@@ -275,8 +276,8 @@ def test_realtime_beta_client_and_refused_upgrade(proxied: Sidecar) -> None:
 
     sid = session_id()
     with (
-        pytest.raises(Exception),
-        oai().realtime.connect(  # noqa: B017
+        pytest.raises(InvalidStatus),
+        oai().realtime.connect(
             model="gpt-realtime", extra_headers=headers(sid, **{"x-mock-scenario": "unauthorized"})
         ) as conn,
     ):

@@ -1,9 +1,9 @@
 """OpenAI Realtime API (``wss://api.openai.com/v1/realtime?model=…``; Azure's ``/openai/realtime``).
 
 One call per server ``response.done``. The request model is the URL's (``model=``, Azure's
-``deployment=``); the response model the one the session reports (``session.created``). A call starts when the sidecar received
-the client ``response.create`` that asked for it or, for a server-VAD turn (no
-``response.create``), the ``input_audio_buffer.committed`` event. Events name their response
+``deployment=``); the response model the one the session reports (``session.created``). A
+call starts when the sidecar received the client ``response.create`` that asked for it or,
+for a server-VAD turn (no ``response.create``), the ``input_audio_buffer.committed`` event. Events name their response
 (``response_id``), so out-of-band responses running side by side are told apart. Usage comes
 from ``response.usage``: input and output counts include text, audio and image tokens; cached
 input tokens from ``input_token_details.cached_tokens``. Both the GA event names
@@ -82,8 +82,8 @@ class RealtimeResponse(Adapter):
         if isinstance(resp.get("id"), str):
             self.obs.response_id = resp["id"]
         usage = resp.get("usage")
-        if isinstance(usage, dict):
-            self.obs.usage = parse_realtime_usage(usage)
+        if isinstance(usage, dict):  # the closing report, also for a cancelled or failed response
+            self.set_usage(parse_realtime_usage(usage), final=True)
         status = as_str(resp.get("status"))
         details = d(resp, "status_details")
         if status == "failed":

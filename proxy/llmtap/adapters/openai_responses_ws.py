@@ -12,6 +12,7 @@ same one that parses the SSE form.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from typing import Any
 
@@ -56,7 +57,10 @@ class OpenAIResponsesWS(WSAdapter):
         turn = lane[0]
         turn.server(size, t)
         call = turn.adapter
-        call.on_event(SSEEvent(as_str(obj.get("type")), text), t)
+        etype = as_str(obj.get("type"))
+        if etype == "error" and isinstance(obj.get("status"), int) and "status_code" not in obj:
+            text = json.dumps({**obj, "status_code": obj["status"]})  # the SSE form states it as status_code
+        call.on_event(SSEEvent(etype, text), t)
         if call.obs.terminal:
             lane.popleft()
             self.finished(turn, t)

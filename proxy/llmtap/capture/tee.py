@@ -90,6 +90,7 @@ class Capture:
         try:
             if not fed:
                 adapter.on_request(self.request_json)
+                adapter.on_target(facts.path)
         except Exception as e:  # a hostile request body must not break capture
             self._parse_failed(e)
         self.status = 0
