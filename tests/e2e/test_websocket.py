@@ -27,11 +27,14 @@ def oai() -> openai.OpenAI:
 
 
 def headers(sid: str, **extra: str) -> dict[str, str]:
-    return {"x-llmtap-session": sid, "x-mock-delay-ms": str(PACE_MS), **extra}
+    # x-llmtap-session is llmtap's (read, then stripped); x-mock-socket names the socket in the mock's log
+    return {"x-llmtap-session": sid, "x-mock-socket": sid, "x-mock-delay-ms": str(PACE_MS), **extra}
 
 
 def socket_log(mock: Mock, sid: str) -> dict[str, Any]:
-    (sock,) = [s for s in mock.sockets() if s["headers"].get("x-llmtap-session") == sid] or [None]
+    socks = [s for s in mock.sockets() if s["headers"].get("x-mock-socket") == sid]
+    assert "x-llmtap-session" not in (socks[0]["headers"] if socks else {})  # stripped before upstream
+    (sock,) = socks or [None]
     assert sock is not None, f"the mock saw no socket for {sid}"
     return sock
 

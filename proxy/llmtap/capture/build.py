@@ -143,7 +143,7 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         r.error_type = taxonomy.transport_error_type(msg)
         r.error_message = cap_message(msg)
         if cap.streamed:
-            r.mid_stream_error = 200 <= cap.status < 300
+            r.mid_stream_error = 200 <= cap.status < 300 or cap.status == 101  # 101: a WebSocket call
     if err is not None:
         amzn = dict(cap.resp_headers).get("x-amzn-errortype", "")
         if not err.code and amzn:  # Bedrock names the exception in a header

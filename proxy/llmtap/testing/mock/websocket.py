@@ -3,9 +3,9 @@ and the Realtime API, with pacing, errors and mid-response closes.
 
 An upgrade request is routed the way llmtap routes it (:func:`llmtap.adapters.route_ws`), to
 a session class per API (:mod:`.ws_responses`, :mod:`.realtime`). A session turns each client
-message into a script of steps — a server message, a pause, a close — that one sender task
-plays in order, so pacing is real and client messages keep being read meanwhile (a
-``response.cancel`` arrives mid-response).
+message into a script of steps — a server message, a pause, a close — played in its own task,
+so pacing is real, responses on one socket overlap (lanes) and client messages keep being read
+meanwhile (a ``response.cancel`` arrives mid-response).
 
 Every payload the server received and sent is logged per socket (``GET /_mock/ws``), so a test
 can compare it byte for byte with what the client got through llmtap. Knobs, on the upgrade
@@ -166,20 +166,17 @@ async def session(
     extra = [(b"x-request-id", b"req_mock_ws_1"), (b"openai-processing-ms", b"3")]
     writer.write(ws.send(AcceptConnection(extra_headers=extra)))
     await writer.drain()
-    steps: asyncio.Queue[Step | None] = asyncio.Queue()
-    for s in sess.on_open():
-        steps.put_nowait(s)
-    sender = asyncio.create_task(_send_steps(ws, writer, steps, sock))
+    player = _Player(ws, writer, sock)
+    player.play(sess.on_open())
     try:
-        while not sender.done():
+        while not player.ended:
             timer = sess.timer()
             timeout = timer[0] if timer is not None else None
             try:
                 data = await asyncio.wait_for(reader.read(65536), timeout)
             except TimeoutError:
                 if timer is not None:
-                    for s in timer[1]():
-                        steps.put_nowait(s)
+                    player.play(timer[1]())
                 continue
             if not data:
                 break
@@ -193,8 +190,7 @@ async def session(
                         obj = json.loads(event.data) if isinstance(event.data, str) else None
                     except ValueError:
                         obj = None
-                    for s in sess.on_message(obj):
-                        steps.put_nowait(s)
+                    player.play(sess.on_message(obj))
                 elif isinstance(event, Ping):
                     writer.write(ws.send(event.response()))
                 elif isinstance(event, CloseConnection):
@@ -202,49 +198,63 @@ async def session(
                     if ws.state == wsproto.connection.ConnectionState.REMOTE_CLOSING:
                         writer.write(ws.send(event.response()))
                         await writer.drain()
-                    steps.put_nowait(None)
                     return
     except (ConnectionError, wsproto.utilities.LocalProtocolError):
         pass
     finally:
-        steps.put_nowait(None)
-        try:
-            await asyncio.wait_for(sender, 5)
-        except Exception:
-            sender.cancel()
+        await player.stop()
         try:
             writer.close()
         except Exception:
             pass
 
 
-async def _send_steps(
-    ws: wsproto.WSConnection, writer: asyncio.StreamWriter, steps: asyncio.Queue[Step | None], sock: Socket
-) -> None:
-    while True:
-        step = await steps.get()
-        if step is None:
-            return
-        if step.when is not None and not step.when():
-            continue
-        if step.delay:
-            await asyncio.sleep(step.delay)
-        message = step.make() if step.make is not None else step.message
-        try:
-            if step.abort:
-                sock.closed = "abort"
-                writer.transport.abort()
+class _Player:
+    """Plays each script in its own task: responses on one socket overlap (lanes, out-of-band
+    Realtime responses), the steps of one script keep their order and pauses."""
+
+    def __init__(self, ws: wsproto.WSConnection, writer: asyncio.StreamWriter, sock: Socket) -> None:
+        self.ws, self.writer, self.sock = ws, writer, sock
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.ended = False
+
+    def play(self, script: list[Step]) -> None:
+        if script and not self.ended:
+            task = asyncio.create_task(self._run(script))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def stop(self) -> None:
+        self.ended = True
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _run(self, script: list[Step]) -> None:
+        ws, writer, sock = self.ws, self.writer, self.sock
+        for step in script:
+            if step.when is not None and not step.when():
+                continue
+            if step.delay:
+                await asyncio.sleep(step.delay)
+            if self.ended:
                 return
-            if step.close is not None:
-                sock.closed = "server"
-                writer.write(ws.send(CloseConnection(code=step.close, reason="mock closes mid-response")))
+            message = step.make() if step.make is not None else step.message
+            try:
+                if step.abort:
+                    sock.closed, self.ended = "abort", True
+                    writer.transport.abort()
+                    return
+                if step.close is not None:
+                    sock.closed, self.ended = "server", True
+                    writer.write(ws.send(CloseConnection(code=step.close, reason="mock closes mid-response")))
+                    await writer.drain()
+                    return
+                event, logged = _payload(message)
+                writer.write(ws.send(event))
+                sock.sent.append(logged)
+                sock.sent_at.append(time.time())
+                sock.counts["n_sent"] += 1
                 await writer.drain()
+            except (ConnectionError, wsproto.utilities.LocalProtocolError):
                 return
-            event, logged = _payload(message)
-            writer.write(ws.send(event))
-            await writer.drain()
-            sock.sent.append(logged)
-            sock.sent_at.append(time.time())
-            sock.counts["n_sent"] += 1
-        except (ConnectionError, wsproto.utilities.LocalProtocolError):
-            return
