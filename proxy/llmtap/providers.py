@@ -28,6 +28,7 @@ class Provider:
     base_url_host: str = ""
     paths: tuple[str, ...] = ()  # when set: only paths matching one of these regexes are calls
     plan: bool = False  # a plan-only endpoint: its calls are billed to a subscription
+    by_model: bool = False  # priced at the model's own API list price (it resells other providers' models)
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -66,11 +67,13 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("deepseek", (r"api\.deepseek\.com",), "deepseek", "deepseek", "api.deepseek.com"),
     Provider("mistral_ai", (r"api\.mistral\.ai",), "mistral", "mistral", "api.mistral.ai"),
     Provider("x_ai", (r"api\.x\.ai",), "x-ai", "xai", "api.x.ai"),
+    # Copilot serves OpenAI, Anthropic and Google models on a plan: its calls are priced at the
+    # model's API list price (genai-prices' github-copilot entries are the plan's, $0 for most).
     Provider(
         "github_copilot",
         (r"api\.githubcopilot\.com", r"api\.[a-z0-9-]+\.githubcopilot\.com"),
-        "github-copilot",
         plan=True,
+        by_model=True,
     ),
     # Coding-agent plan endpoints on hosts that serve more than the API (see the module doc).
     Provider("openai", (r"chatgpt\.com",), "openai", paths=(r"^/backend-api/codex/responses$",), plan=True),
@@ -136,6 +139,12 @@ def host_patterns() -> list[str]:
 def genai_prices_id(provider: str) -> str | None:
     p = BY_NAME.get(provider)
     return p.genai_prices_id if p is not None else None
+
+
+def priced_by_model(provider: str) -> bool:
+    """The provider's calls are priced by the model name alone (at that model's API list price)."""
+    p = BY_NAME.get(provider)
+    return p is not None and p.by_model
 
 
 def base_url_prefixes() -> dict[str, str]:
