@@ -34,6 +34,8 @@ import openai
 from llmtap.testing.harness import start_mock, start_sidecar, stop
 
 AUDIO = base64.b64encode(os.urandom(3072)).decode()  # 4 KiB of base64 per append
+# A handshake slower than websockets' 10 s default (a loaded 2-core machine) is an error, not a stall.
+OPTIONS: Any = {"open_timeout": 30}
 
 
 def rss_mb(pid: int) -> float:
@@ -47,6 +49,7 @@ class Counts:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.c: dict[str, int] = {"responses": 0, "messages_sent": 0, "messages_received": 0, "errors": 0, "sockets": 0}
+        self.errors: list[str] = []
 
     def add(self, key: str, n: int = 1) -> None:
         with self.lock:
@@ -57,7 +60,7 @@ def realtime_socket(
     client: openai.OpenAI, stop_at: float, counts: Counts, appends: int, interval: float, life_s: float
 ) -> None:
     end = min(stop_at, time.monotonic() + life_s)
-    with client.realtime.connect(model="gpt-realtime") as conn:
+    with client.realtime.connect(model="gpt-realtime", websocket_connection_options=OPTIONS) as conn:
         counts.add("sockets")
         conn.recv_bytes()  # session.created
         counts.add("messages_received")
@@ -79,7 +82,7 @@ def realtime_socket(
 
 def responses_socket(client: openai.OpenAI, stop_at: float, counts: Counts, interval: float, life_s: float) -> None:
     end = min(stop_at, time.monotonic() + life_s)
-    with client.responses.connect() as conn:
+    with client.responses.connect(websocket_connection_options=OPTIONS) as conn:
         counts.add("sockets")
         while time.monotonic() < end:
             t0 = time.monotonic()
@@ -100,8 +103,10 @@ def keep(kind: Any, stop_at: float, counts: Counts, life_s: float, *args: Any) -
     while time.monotonic() < stop_at:
         try:
             kind(client, stop_at, counts, *args, life_s)
-        except Exception:
+        except Exception as e:
             counts.add("errors")
+            with counts.lock:
+                counts.errors.append(f"{time.strftime('%H:%M:%S')} {type(e).__name__}: {e}"[:300])
             time.sleep(1)
 
 
@@ -113,6 +118,7 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=20, help="audio appends per Realtime turn")
     ap.add_argument("--turn-interval", type=float, default=1.0, help="seconds between turns on a Realtime socket")
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between responses on a Responses socket")
+    ap.add_argument("--churn", type=float, default=60.0, help="seconds a churning socket lives")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "ws-soak.json"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-ws-soak-"))
@@ -125,11 +131,11 @@ def main() -> None:
     whole_run = args.minutes * 60 + 60
     slots: list[threading.Thread] = []
     for i in range(args.realtime):  # slot 0 of each kind churns once a minute, the others live for the run
-        life = 60.0 if i == 0 else whole_run
+        life = args.churn if i == 0 else whole_run
         rt_args = (realtime_socket, stop_at, counts, life, args.appends, args.turn_interval)
         slots.append(threading.Thread(target=keep, args=rt_args))
     for i in range(args.responses):
-        life = 60.0 if i == 0 else whole_run
+        life = args.churn if i == 0 else whole_run
         slots.append(threading.Thread(target=keep, args=(responses_socket, stop_at, counts, life, args.interval)))
     t0 = time.monotonic()
     for th in slots:
@@ -176,6 +182,7 @@ def main() -> None:
         "turn_interval_s": args.turn_interval,
         "responses_interval_s": args.interval,
         "client": dict(counts.c),
+        "client_errors": counts.errors[:20],
         "rows": rows,
         "after": {
             k: after.get(k) for k in ("event_loop_tasks", "open_websockets", "inflight_calls", "records_written")
