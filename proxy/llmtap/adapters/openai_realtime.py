@@ -18,7 +18,7 @@ from typing import Any
 
 from ..record import cap_message
 from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
-from .websocket import Turn, WSAdapter
+from .websocket import MAX_OPEN_CALLS, Turn, WSAdapter
 
 # Content-bearing events (TTFT, gaps): generated text, audio, transcripts, tool-call arguments.
 _TEXT_DELTAS = frozenset(
@@ -132,6 +132,8 @@ class OpenAIRealtime(WSAdapter):
     def on_client(self, obj: Any, raw: bytes, t: float) -> None:
         if isinstance(obj, dict) and obj.get("type") == "response.create":
             self._asked.append(self._new(raw, obj, t))
+            if len(self._asked) > MAX_OPEN_CALLS:  # never answered: bounded, the oldest given up
+                self.finished(self._asked.popleft(), t)
 
     def on_server(self, obj: Any, text: str, size: int, t: float) -> None:
         if not isinstance(obj, dict):
@@ -173,6 +175,9 @@ class OpenAIRealtime(WSAdapter):
         if isinstance(resp.get("id"), str):
             turn.adapter.obs.response_id = resp["id"]
         self._open[as_str(resp.get("id"))] = turn
+        if len(self._open) > MAX_OPEN_CALLS:  # responses the server never finished: the oldest given up
+            oldest = next(iter(self._open))
+            self.finished(self._open.pop(oldest), turn.start)
 
     def _error(self, obj: dict[str, Any], size: int, t: float) -> None:
         """An ``error`` answers a client event; it fails a call when that event asked for one."""

@@ -20,7 +20,7 @@ from ..decode import SSEEvent
 from .base import Route, as_str
 from .openai_chat import AZURE_DEPLOYMENT
 from .openai_responses import OpenAIResponses
-from .websocket import Turn, WSAdapter
+from .websocket import MAX_OPEN_CALLS, Turn, WSAdapter
 
 
 class OpenAIResponsesWS(WSAdapter):
@@ -45,8 +45,10 @@ class OpenAIResponsesWS(WSAdapter):
         call.req.stream = True  # every answer on a socket is streamed
         if not call.req.model:
             call.req.model = self.model
-        lane = as_str(obj.get("stream_id"))
-        self._lanes.setdefault(lane, deque()).append(Turn(call, raw, obj, t))
+        lane = self._lanes.setdefault(as_str(obj.get("stream_id")), deque())
+        lane.append(Turn(call, raw, obj, t))
+        if len(lane) > MAX_OPEN_CALLS:  # a server that never answers: bounded, the oldest given up
+            self.finished(lane.popleft(), t)
 
     def on_server(self, obj: Any, text: str, size: int, t: float) -> None:
         if not isinstance(obj, dict):

@@ -43,6 +43,9 @@ class Turn:
         self.response_bytes += size
 
 
+MAX_OPEN_CALLS = 64  # calls asked for and not answered, per socket: past it the oldest is given up
+
+
 class WSAdapter:
     """Base class: subclasses set ``api``/``routes`` and implement the two message hooks."""
 

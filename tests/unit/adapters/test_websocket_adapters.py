@@ -201,3 +201,23 @@ def test_realtime_out_of_band_responses_side_by_side() -> None:
     assert b.adapter.obs.response_id == "b" and b.adapter.obs.clock.count == 1
     (a_open,) = a.close()
     assert a_open.adapter.obs.response_id == "a" and a_open.adapter.obs.clock.count == 0
+
+
+def test_calls_never_answered_are_bounded() -> None:
+    from llmtap.adapters.websocket import MAX_OPEN_CALLS
+
+    for a in (OpenAIResponsesWS(), OpenAIRealtime("m")):
+        given_up: list[Turn] = []
+        for i in range(MAX_OPEN_CALLS * 3):
+            client(a, {"type": "response.create", "event_id": f"e{i}"}, float(i))
+            given_up += a.take()
+        assert len(given_up) == MAX_OPEN_CALLS * 2 and len(a.close()) == MAX_OPEN_CALLS
+        assert given_up[0].start == 0.0 and not given_up[0].adapter.obs.terminal
+    a = OpenAIRealtime("m")
+    dropped = [
+        t
+        for i in range(MAX_OPEN_CALLS + 5)
+        for t in server(a, {"type": "response.created", "response": {"id": f"r{i}"}}, float(i))
+    ]
+    assert [t.adapter.obs.response_id for t in dropped] == ["r0", "r1", "r2", "r3", "r4"]
+    assert len(a.close()) == MAX_OPEN_CALLS
