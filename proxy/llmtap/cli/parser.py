@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a command with its LLM calls going through the sidecar (tagged with --service)",
         usage="llmtap exec [--service NAME] -- CMD [ARGS...]",
     )
-    ex.add_argument("--service", default=env("exec-service", ""), help="service name of its calls (default: CMD)")
+    ex.add_argument("--service", default=env("service", ""), help="service name of its calls (default: CMD)")
     ex.add_argument("--listen", default=env("listen", DEFAULT_LISTEN), help="the sidecar's proxy address")
     ex.add_argument("--data-dir", default=env("data-dir", DEFAULT_DATA_DIR), help="the sidecar's data dir (its CA)")
     ex.add_argument(
