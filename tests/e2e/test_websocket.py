@@ -292,3 +292,28 @@ def test_realtime_beta_client_and_refused_upgrade(proxied: Sidecar) -> None:
         "auth",
         "invalid_api_key",
     )
+
+
+def test_frames_are_not_held_back(proxied: Sidecar, mock: Mock) -> None:
+    """Each server message reaches the client right after the mock sent it, the socket's first
+    ones included (the mock logs each message's send time; same clock)."""
+    first: list[float] = []
+    lags: list[float] = []
+    for _ in range(4):
+        sid = session_id()
+        received: list[float] = []
+        with oai().realtime.connect(model="gpt-realtime", extra_headers=headers(sid)) as conn:
+            conn.recv_bytes()  # session.created, sent right after the 101
+            received.append(time.time())
+            conn.send_raw(json.dumps({"type": "response.create", "response": {"output_modalities": ["text"]}}))
+            while json.loads(conn.recv_bytes())["type"] != "rate_limits.updated":
+                received.append(time.time())
+            received.append(time.time())
+        sent_at = socket_log(mock, sid)["sent_at"]
+        assert len(sent_at) == len(received)
+        ms = [(r - s) * 1000 for r, s in zip(received, sent_at, strict=True)]
+        first.append(ms[0])
+        lags += ms
+    lags.sort()
+    assert lags[len(lags) // 2] < 15, lags  # median per message
+    assert max(first) < 50, first  # no first-message hold-back
