@@ -683,6 +683,18 @@ def ws_soak_section() -> list[str]:
         f"| {x['t_s']} | {x['rss_mb']} | {x['tasks']} | {x['open_websockets']} | {x['written']} | {x['messages']:,} |"
         for x in [*smp[::step], *([smp[-1]] if (len(smp) - 1) % step else [])]
     ]
+    ab = ROOT / "bench/results/ws-soak-ab.json"
+    if ab.exists():  # the same load with mitmproxy's default (every message kept), vs llmtap (dropped once observed)
+        r = json.loads(ab.read_text())
+        out += [
+            "",
+            f"Why messages are dropped once observed: the same load for {r['minutes']:.0f} min with mitmproxy's "
+            f"default (every message of a socket kept in `flow.websocket.messages`) grew the sidecar's RSS by "
+            f"{r['keep']['growth_mb']:.0f} MB over {r['keep']['messages']:,} messages "
+            f"({r['keep']['first_mb']:.0f} → {r['keep']['last_mb']:.0f} MB); with llmtap's hook dropping them, "
+            f"by {r['drop']['growth_mb']:.0f} MB over {r['drop']['messages']:,} messages "
+            f"({r['drop']['first_mb']:.0f} → {r['drop']['last_mb']:.0f} MB; `ws-soak-ab.json`).",
+        ]
     return out
 
 
