@@ -23,7 +23,7 @@ from typing import Any
 from ..adapters import Adapter
 from ..decode import Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
-from ..record import EndKind
+from ..record import EndKind, Transport
 
 log = logging.getLogger("llmtap.capture")
 
@@ -60,12 +60,11 @@ class RequestFacts:
     trace_id: str = ""
     span_id: str = ""
     parent_span_id: str = ""
+    transport: Transport = "http"
+    connection_id: str = ""  # the client connection (every call of one WebSocket shares it)
     body_size: int = -1  # bytes on the wire when the body was streamed (``body`` is then empty)
     body_hash: str = ""  # its hash, counted on the way (``request_hash``)
     body_note: str = ""  # why its fields are missing (over the parse bound, undecodable), else ''
-
-
-_UNSET: Any = object()
 
 
 @dataclass(slots=True)
@@ -86,13 +85,19 @@ class Capture:
         facts: RequestFacts,
         adapter: Adapter,
         on_parse_error: ParseErrorHook | None = None,
-        request_json: Any = _UNSET,
+        *,
+        fed: bool = False,
+        request: Any = None,
+        parsed: bool = False,
     ) -> None:
+        """``fed``: the adapter has seen the request already (a WebSocket call: ``request`` is the
+        parsed message that started it), so it is not handed the body again. ``parsed``: ``request``
+        is the body, parsed already (off the event loop, within its bound)."""
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
-        self.request_json: Any = None if request_json is _UNSET else request_json
-        if request_json is _UNSET:  # a small body handed over whole: parsed here
+        self.request_json: Any = request
+        if not fed and not parsed:  # a small body handed over whole: parsed here
             try:
                 self.request_json = json.loads(facts.body) if facts.body else None
             except ValueError:
@@ -100,8 +105,9 @@ class Capture:
         self.parsing = True
         self.parse_error = facts.body_note
         try:
-            adapter.on_request(self.request_json)
-            adapter.on_target(facts.path)
+            if not fed:
+                adapter.on_request(self.request_json)
+                adapter.on_target(facts.path)
         except Exception as e:  # a hostile request body must not break capture
             self._parse_failed(e)
         self.status = 0
