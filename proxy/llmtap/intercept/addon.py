@@ -21,8 +21,9 @@ import logging
 import secrets
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mitmproxy import connection, http
 
@@ -99,8 +100,7 @@ class LlmTapAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
-        if flow.response is not None:  # answered already (proxy authentication)
-            return
+        answered = flow.response is not None  # already (proxy authentication): nothing to stream
         req = flow.request
         if flow.client_conn not in self._conn_service:  # plain-HTTP proxying: credentials on each request
             user = self._proxy_user(flow)
@@ -116,7 +116,8 @@ class LlmTapAddon:
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
         if not self.is_intercepted(req.host, req.port) or not is_call_path(req.host, req.path):
-            req.stream = True  # not ours (or not the host's API): pass through, never buffer
+            if not answered:
+                req.stream = True  # not ours (or not the host's API): pass through, never buffer
             return
         # A call: its headers are read (then stripped) now, its body streamed upstream as it arrives,
         # counted and kept up to a bound (capture.request); the capture is built at its end.
@@ -128,37 +129,55 @@ class LlmTapAddon:
             flow.metadata[_REQ] = (headers, None)
             return
         match = route(req.method, req.host, req.path, names)
+        if answered:
+            return
         if match is None:
             req.stream = True  # GET /v1/models and the like: not calls
             return
         flow.metadata[_REQ] = (headers, match)
         req.stream = RequestBody()
 
-    async def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Builds the capture; a large or compressed body is parsed off the loop first (then the hook
+        returns the awaitable mitmproxy waits for before it lets the request finish)."""
         seen = flow.metadata.pop(_REQ, None)
         if seen is None:
-            return
+            return None
         headers, match = seen
         req = flow.request
         if match is None:  # a WebSocket upgrade
-            cap = self.ws.upgrade_request(flow, headers)
-        else:
-            body = req.stream if isinstance(req.stream, RequestBody) else RequestBody()
-            encoding = req.headers.get("content-encoding", "")
-            raw = body.buf
-            if raw is not None and (len(raw) > LOOP_PARSE or encoding):
-                loop = asyncio.get_running_loop()  # large or compressed: parsed off the event loop
-                request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
-            else:
-                request_json, note = parse_body(raw, encoding)
-            body.buf = None
-            facts = self._facts(flow, headers, b"", match.provider, match.api)
-            facts.body_size, facts.body_hash, facts.body_note = body.size, body.digest(), note
-            cap = Capture(
-                facts, self.make_adapter(match.adapter), self._parse_error, request=request_json, parsed=True
-            )
-            if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
-                cap.adapter.req.model = match.model
+            self._keep(flow, self.ws.upgrade_request(flow, headers))
+            return None
+        body = req.stream if isinstance(req.stream, RequestBody) else RequestBody()
+        if body.size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
+            body(req.raw_content)
+        encoding = req.headers.get("content-encoding", "")
+        raw, body.buf = body.buf, None
+        if raw is not None and (len(raw) > LOOP_PARSE or encoding):
+            return self._parse_then_capture(flow, headers, match, body, raw, encoding)
+        self._capture(flow, headers, match, body, *parse_body(raw, encoding))
+        return None
+
+    async def _parse_then_capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        raw: bytearray, encoding: str,
+    ) -> None:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
+        self._capture(flow, headers, match, body, request_json, note)
+
+    def _capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        request_json: Any, note: str,
+    ) -> None:  # fmt: skip
+        facts = self._facts(flow, headers, b"", match.provider, match.api)
+        facts.body_size, facts.body_hash, facts.body_note = body.size, body.digest(), note
+        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error, request=request_json, parsed=True)
+        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
+            cap.adapter.req.model = match.model
+        self._keep(flow, cap)
+
+    def _keep(self, flow: http.HTTPFlow, cap: Capture | None) -> None:
         if cap is not None:
             flow.metadata[_KEY] = cap
             self.inflight += 1
