@@ -315,3 +315,36 @@ def _count(sc: Sidecar, sid: str) -> int:
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path: Path) -> None:
+    """Finding 9: with a long admin query running, SIGTERM no longer stopped the process (killed after 45 s)."""
+    import signal
+
+    sc = start_sidecar(tmp_path / "data", mock)
+    _call_plain(sc)
+    long_query = (
+        "SELECT sum(cityHash64(a, b)) FROM llm_calls ARRAY JOIN range(1000000) AS a ARRAY JOIN range(1000000) AS b"
+    )
+    t = threading.Thread(target=lambda: sql(sc, long_query), daemon=True)
+    t.start()
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    sc.proc.send_signal(signal.SIGTERM)
+    try:
+        code = sc.proc.wait(30)
+    finally:
+        stop(sc.proc)
+    assert code == 0 and time.monotonic() - t0 < 20
+
+
+def _call_plain(sc: Sidecar) -> None:
+    import ssl
+
+    import openai
+
+    http = openai.DefaultHttpxClient(proxy=sc.proxy_url, verify=ssl.create_default_context(cafile=str(sc.bundle)))
+    c = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=http)
+    sid = session_id()
+    c.embeddings.create(model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-session": sid})
+    sc.row(sid)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,8 +39,34 @@ LOOP_STEP = 32 * 1024
 MAX_DEFERRED_STREAM = 1024 * 1024
 
 
+MAX_BUFFERED = 256 * 1024 * 1024  # bytes every JSON body being buffered may hold at once, all calls together
+
+
 class ResponseTooLarge(ValueError):
     pass
+
+
+class SharedBudget:
+    """The :class:`~llmtap.decode.body.Budget` of all captures: buffered on the loop, freed on the worker."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        with self._lock:
+            if self.used + n > self.limit:
+                return False
+            self.used += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.used = max(self.used - n, 0)
+
+
+BUFFERED = SharedBudget(MAX_BUFFERED)
 
 
 @dataclass(slots=True)
@@ -137,9 +164,11 @@ class Capture:
             if 200 <= status < 300:
                 self.framing = self.adapter.framing(hmap.get("content-type", "").lower(), self.facts.path)
                 self._framer = self.framing.new()
+                if isinstance(self._framer, JSONBody):
+                    self._framer.budget = BUFFERED
                 self._hook = getattr(self.adapter, self.framing.hook)
             else:  # an error body: parsed for the error taxonomy, never handed to the adapter
-                self._framer = JSONBody(MAX_ERROR_BODY)
+                self._framer = JSONBody(MAX_ERROR_BODY, BUFFERED)
                 self._hook = self._keep_error_body
         except Exception as e:
             self._parse_failed(e)
@@ -181,9 +210,16 @@ class Capture:
     def _keep_error_body(self, obj: Any, t: float) -> None:
         self.error_body = obj
 
+    def release(self) -> None:
+        """Give back what the body buffered (a capture dropped before it was built)."""
+        if isinstance(self._framer, JSONBody):
+            self._framer._release()
+
     def _parse_failed(self, e: BaseException) -> None:
         self.parsing = False
         self._decoder = None  # what it still holds (compressed) is never inflated
+        if isinstance(self._framer, JSONBody):
+            self._framer._release()
         self._framer = None
         self.parse_error = f"{type(e).__name__}: {e}"[:300]
         if self._on_parse_error is not None:
