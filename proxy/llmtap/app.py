@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .admin.server import AdminServer, AdminState
+from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
@@ -39,13 +39,15 @@ class RunConfig:
     admin: tuple[str, int]
     data_dir: Path
     store: str
+    read_store: str = ""  # credentials for every read of a clickhouse:// store (SELECT-only user)
     intercept: list[str] = field(default_factory=list)
     upstream_ca: Path | None = None
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     service: str = ""
     proxy_auth: str = ""
     allow_open_proxy: bool = False
-    admin_token: str = ""
+    admin_token: str = ""  # explicit (--admin-token); else the install's <data-dir>/admin-token
+    admin_allowed_hosts: list[str] = field(default_factory=list)
     otlp_endpoint: str = ""
     capture_content: bool = False
     prices: Path | None = None
@@ -53,6 +55,8 @@ class RunConfig:
     traces_retention_days: int = 0
     calls_retention_days: int = 0
     spool_max_mb: int = 1024
+    max_client_connections: int = 4096
+    client_header_timeout: float = 30.0
 
 
 class ConfigError(ValueError):
@@ -68,11 +72,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def real_credentials(spec: str) -> bool:
+    """``USER:PASS`` with both parts, an htpasswd file (``@PATH``) or LDAP: not ``any`` (which takes any)."""
+    spec = spec.strip()
+    if spec.startswith("@") and len(spec) > 1:
+        return True
+    if spec.startswith(("ldap:", "ldaps:")):
+        return True
+    user, sep, password = spec.partition(":")
+    return bool(sep and user and password) and spec != "any"
+
+
 def check_exposure(cfg: RunConfig) -> None:
-    if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
+    if not is_loopback(cfg.listen[0]) and not (real_credentials(cfg.proxy_auth) or cfg.allow_open_proxy):
         raise ConfigError(
-            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
-            "(or --allow-open-proxy if the network in front of it is trusted)"
+            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs real credentials, "
+            "--proxy-auth USER:PASS or --proxy-auth @HTPASSWD_FILE (\"any\" accepts anyone), "
+            "or --allow-open-proxy if the network in front of it is trusted"
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
@@ -112,17 +128,28 @@ class Sidecar:
             queued = self.writer.queued()
             self.metrics.store_queue.set(queued)
             self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
-            h.update(
-                store_queue=queued, store_ok=self.writer.failing_since is None, records_written=self.writer.written
-            )
+            ok = self.writer.ok()
+            h.update(store_queue=queued, store_ok=ok, records_written=self.writer.written)
+            if not ok:
+                h["store_error"] = self.writer.last_error
         return h
 
-    def query(self, sql: str, fmt: str) -> bytes:
+    def reads(self) -> Reads | None:
+        """The guarded read path of the store (None with ``--store none``)."""
         if self.backend is None:
-            raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
-        if self.writer is not None:
-            self.writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
-        return self.backend.query(sql, fmt)
+            return None
+        writer = self.writer
+
+        def flush() -> None:
+            if writer is not None:
+                writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
+
+        return Reads(self.backend, flush)
+
+    def admin_state(self) -> AdminState:
+        token = self.cfg.admin_token or install_token(self.cfg.data_dir)
+        auth = AdminAuth(token, explicit=bool(self.cfg.admin_token), allowed_hosts=tuple(self.cfg.admin_allowed_hosts))
+        return AdminState(self.metrics, self.reads(), self.health, auth)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -148,7 +175,7 @@ def build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention)
+    backend = open_backend(cfg.store, retention, cfg.read_store)
     resource = resource_attributes()
     make_adapter, fault_sinks = _faults()
     sinks: list[RecordSink] = [*fault_sinks]
@@ -164,7 +191,13 @@ def build(cfg: RunConfig) -> Sidecar:
             on_drop=dropped,
             legacy=json_line_converter(rowbinary.encode),
         )
-        writer = StoreWriter(backend, spool, quarantine_dir=cfg.data_dir / "quarantine", on_drop=dropped)
+        writer = StoreWriter(
+            backend,
+            spool,
+            quarantine_dir=cfg.data_dir / "quarantine",
+            on_drop=dropped,
+            on_error=lambda reason: metrics.store_errors.labels(reason).inc(),
+        )
         sinks.append(StoreSink(writer, resource))
     sinks += [MetricsSink(metrics), LogSink()]
     if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
@@ -187,10 +220,14 @@ def build(cfg: RunConfig) -> Sidecar:
 
 
 def run(cfg: RunConfig) -> int:
+    from .intercept.limits import LimitsConfig
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
-    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
+    # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
+    # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
+    sys.setswitchinterval(0.0005)
+    admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
     admin.start()
     settings = ProxySettings(
         listen=cfg.listen,
@@ -199,6 +236,14 @@ def run(cfg: RunConfig) -> int:
         upstream_bundle=sc.upstream,
         proxy_auth=cfg.proxy_auth,
         connect_to=cfg.connect_to,
+        limits=LimitsConfig(
+            max_clients=cfg.max_client_connections,
+            header_timeout=cfg.client_header_timeout,
+            admin=cfg.admin,
+            intercept=cfg.intercept,
+            on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
+            on_open=sc.metrics.client_connections.set,
+        ),
     )
 
     def announce() -> None:

@@ -76,13 +76,22 @@ def _store_group() -> argparse.ArgumentParser:
         default=env("store"),
         help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db",
     )
+    p.add_argument(
+        "--read-store",
+        default=env("read-store", ""),
+        help="clickhouse://reader:pass@host:8123/db: the credentials every read uses (a user with SELECT only)",
+    )
     return p
 
 
 def _admin_group() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--admin", default=env("admin", DEFAULT_ADMIN), help="a running sidecar's admin address")
-    p.add_argument("--admin-token", default=env("admin-token", ""))
+    p.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="the admin token (default: <data-dir>/admin-token of this install)",
+    )
     return p
 
 
@@ -120,14 +129,36 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT:ADDR:PORT",
         help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to",
     )
-    run.add_argument("--proxy-auth", default=env("proxy-auth", ""), help="USER:PASS required from clients")
+    run.add_argument(
+        "--proxy-auth",
+        default=env("proxy-auth", ""),
+        help="USER:PASS or @HTPASSWD_FILE required from clients (prefer LLMTAP_PROXY_AUTH or --proxy-auth-file: "
+        "arguments are visible in ps)",
+    )
+    run.add_argument(
+        "--proxy-auth-file",
+        default=env("proxy-auth-file", ""),
+        help="read USER:PASS for --proxy-auth from this file (e.g. a container secret)",
+    )
     run.add_argument(
         "--allow-open-proxy",
         action="store_true",
         default=env_bool("allow-open-proxy"),
         help="allow a non-loopback --listen without --proxy-auth",
     )
-    run.add_argument("--admin-token", default=env("admin-token", ""), help="bearer token for the admin API")
+    run.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="bearer token for the admin API (default: generated in <data-dir>/admin-token); prefer the env "
+        "LLMTAP_ADMIN_TOKEN or --admin-token-file: arguments are visible in ps",
+    )
+    run.add_argument(
+        "--admin-allowed-host",
+        action="append",
+        default=env_list("admin-allowed-host"),
+        metavar="NAME",
+        help="a host name the admin API may be reached by besides loopback names and IP addresses (repeatable)",
+    )
     run.add_argument(
         "--admin-token-file",
         default=env("admin-token-file", ""),
@@ -138,6 +169,18 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         type=int,
         default=int(env("spool-max-mb", 1024)),
         help="bound of the on-disk spool (records waiting for the store), default 1024",
+    )
+    run.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=int(env("max-client-connections", 4096)),
+        help="client connections the proxy holds at once (the longest idle is closed for a new one), default 4096",
+    )
+    run.add_argument(
+        "--client-header-timeout",
+        type=float,
+        default=float(env("client-header-timeout", 30)),
+        help="seconds a new client connection has to send its first request, default 30",
     )
     run.add_argument("--prices", default=env("prices"), help="price file (JSON/TOML) overriding genai-prices")
     run.add_argument(

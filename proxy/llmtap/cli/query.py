@@ -1,7 +1,9 @@
 """The read commands: ``sql``, ``report``, ``check-cost``.
 
-Each asks a running sidecar's admin API when one answers (``--admin``), else opens the store
-itself (``--data-dir`` / ``--store``). Their SQL lives in :mod:`llmtap.admin.queries`.
+Each asks a running sidecar's admin API when one answers (``--admin``), with the install's token
+(``<data-dir>/admin-token``) unless ``--admin-token`` is given, else opens the store itself
+(``--data-dir`` / ``--store``) and runs the query through the same guarded read path
+(:class:`llmtap.admin.Reads`). Their SQL lives in :mod:`llmtap.admin.queries`.
 """
 
 from __future__ import annotations
@@ -24,14 +26,25 @@ def store_url(args: argparse.Namespace) -> str:
     return args.store or default_store_url(Path(args.data_dir))
 
 
-def post_sql(admin: str, token: str, query: str, fmt: str) -> tuple[int, bytes] | None:
+def admin_token(args: argparse.Namespace) -> str:
+    from ..admin import read_install_token
+
+    return str(args.admin_token or "") or read_install_token(Path(args.data_dir))
+
+
+def post_sql(
+    admin: str, token: str, query: str, fmt: str, params: dict[str, str] | None = None
+) -> tuple[int, bytes] | None:
     host, port = addr(admin, "--admin")
-    conn = http.client.HTTPConnection(host, port, timeout=30)
+    conn = http.client.HTTPConnection(host, port, timeout=120)
     try:
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        conn.request("POST", "/api/sql", body=json.dumps({"query": query, "format": fmt}), headers=headers)
+        payload: dict[str, object] = {"query": query, "format": fmt}
+        if params:
+            payload["params"] = params
+        conn.request("POST", "/api/sql", body=json.dumps(payload), headers=headers)
         resp = conn.getresponse()
         return resp.status, resp.read()
     except (ConnectionRefusedError, OSError):
@@ -47,57 +60,56 @@ def duration_s(text: str, what: str) -> int:
         raise SystemExit(f"llmtap: {what}: {e}") from None
 
 
-def cmd_sql(args: argparse.Namespace) -> int:
-    from ..admin import ReadOnlyViolation, run_sql
+def _store_read(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, str] | None = None) -> bytes:
+    """The query through the guarded read path of the store itself (no sidecar answering)."""
+    from ..admin import Reads
     from ..store import StoreURLError, open_backend
 
-    fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSVWithNames")
-    res = post_sql(args.admin, args.admin_token, args.query, fmt) if args.admin else None
-    if res is not None:
-        status, body = res
-        if status != 200:
-            sys.stderr.write(f"llmtap: {body.decode(errors='replace').strip()}\n")
-            return 2
-        sys.stdout.buffer.write(body)
-        return 0
     try:
-        backend = open_backend(store_url(args))
+        backend = open_backend(store_url(args), read_url=getattr(args, "read_store", None) or "", reads_only=True)
         if backend is None:
             raise StoreURLError("--store none has nothing to query")
     except StoreURLError as e:
-        print(f"llmtap: {e}", file=sys.stderr)
-        return 2
+        raise SystemExit(f"llmtap: {e}") from None
     try:
-        sys.stdout.buffer.write(run_sql(backend.query, args.query, fmt))
-    except ReadOnlyViolation as e:
-        print(f"llmtap: refused: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:
-        print(f"llmtap: query failed: {e}", file=sys.stderr)
-        return 2
+        return Reads(backend).run(sql, fmt, params)
     finally:
         backend.close()
-    return 0
 
 
-def query_rows(args: argparse.Namespace, sql: str) -> list[dict[str, Any]]:
-    """Rows of a read-only query: through a running sidecar's admin API, else from the store."""
-    res = post_sql(args.admin, args.admin_token, sql, "JSONEachRow") if args.admin else None
+def run_query(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, str] | None = None) -> bytes:
+    """Through a running sidecar's admin API when one answers, else from the store; exits on a refusal."""
+    from ..admin import QueryRefused
+
+    res = post_sql(args.admin, admin_token(args), sql, fmt, params) if args.admin else None
     if res is not None:
         status, body = res
         if status != 200:
             raise SystemExit(f"llmtap: {body.decode(errors='replace').strip()}")
-    else:
-        from ..admin import run_sql
-        from ..store import open_backend
+        return body
+    try:
+        return _store_read(args, sql, fmt, params)
+    except QueryRefused as e:
+        raise SystemExit(f"llmtap: refused: {e}") from None
+    except SystemExit:
+        raise
+    except Exception as e:
+        raise SystemExit(f"llmtap: query failed: {str(e).strip().splitlines()[0] if str(e).strip() else e}") from None
 
-        backend = open_backend(store_url(args))
-        if backend is None:
-            raise SystemExit("llmtap: --store none has nothing to query")
-        try:
-            body = run_sql(backend.query, sql, "JSONEachRow")
-        finally:
-            backend.close()
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSVWithNames")
+    try:
+        sys.stdout.buffer.write(run_query(args, args.query, fmt))
+    except SystemExit as e:
+        print(str(e.code), file=sys.stderr)
+        return 2
+    return 0
+
+
+def query_rows(args: argparse.Namespace, sql: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Rows of a read-only query: through a running sidecar's admin API, else from the store."""
+    body = run_query(args, sql, "JSONEachRow", params)
     return [json.loads(line) for line in body.splitlines() if line.strip()]
 
 
@@ -112,11 +124,11 @@ def cmd_check_cost(args: argparse.Namespace) -> int:
     bad = [b for b in by if b not in GROUP_CHOICES]
     if bad:
         raise SystemExit(f"llmtap: --by takes {', '.join(GROUP_CHOICES)}; got {', '.join(bad)}")
-    where = "1=1"
+    where, params = "1=1", None
     if args.service:
-        where = "service = '" + args.service.replace("\\", "").replace("'", "") + "'"
+        where, params = "service = {service:String}", {"service": args.service}
     value = "per_call_ratio" if args.metric == "per_call" else "ratio"
-    rows = query_rows(args, cost_regression_sql(window, days, by, args.min_samples, where, value))
+    rows = query_rows(args, cost_regression_sql(window, days, by, args.min_samples, where, value), params)
     limit = 1 + threshold
     regressed = [r for r in rows if r["value"] is not None and r["value"] > limit]
     headers = [*by, "current_usd", "baseline_usd", "current_calls", "baseline_calls", "ratio", "per_call_ratio", ""]

@@ -12,13 +12,17 @@ from .parser import addr, connect_to
 from .query import store_url
 
 
-def _token(token: str, path: str) -> str:
+def _secret(value: str, path: str, flag: str) -> str:
     if path:
         try:
             return Path(path).read_text().strip()
         except OSError as e:
-            raise SystemExit(f"llmtap: cannot read --admin-token-file: {e}") from None
-    return token
+            raise SystemExit(f"llmtap: cannot read {flag}: {e}") from None
+    return value
+
+
+def _token(token: str, path: str) -> str:
+    return _secret(token, path, "--admin-token-file")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -35,9 +39,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
         connect_to=connect_to(args.connect_to),
         service=args.service,
-        proxy_auth=args.proxy_auth,
+        proxy_auth=_secret(args.proxy_auth, args.proxy_auth_file, "--proxy-auth-file"),
         allow_open_proxy=args.allow_open_proxy,
         admin_token=_token(args.admin_token, args.admin_token_file),
+        admin_allowed_hosts=list(args.admin_allowed_host),
+        read_store=args.read_store or "",
         otlp_endpoint=args.otlp_endpoint or "",
         capture_content=args.capture_content,
         prices=Path(args.prices) if args.prices else None,
@@ -45,6 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
         spool_max_mb=args.spool_max_mb,
+        max_client_connections=args.max_client_connections,
+        client_header_timeout=args.client_header_timeout,
     )
     for spec in cfg.intercept:
         try:

@@ -21,13 +21,15 @@ import logging
 import secrets
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mitmproxy import connection, http
 
 from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
+from ..capture.request import LOOP_PARSE, RequestBody, parse_body
 from ..pipeline import Pipeline
 from ..providers import is_call_path
 from ..record import EndKind
@@ -37,6 +39,7 @@ from .websocket import WebSockets, is_upgrade
 
 log = logging.getLogger("llmtap.addon")
 _KEY = "llmtap"
+_REQ = "llmtap_request"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 AdapterFactory = Callable[[type[Adapter]], Adapter]
@@ -97,6 +100,7 @@ class LlmTapAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
+        answered = flow.response is not None  # already (proxy authentication): nothing to stream
         req = flow.request
         if flow.client_conn not in self._conn_service:  # plain-HTTP proxying: credentials on each request
             user = self._proxy_user(flow)
@@ -112,33 +116,68 @@ class LlmTapAddon:
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
         if not self.is_intercepted(req.host, req.port) or not is_call_path(req.host, req.path):
-            req.stream = True  # not ours (or not the host's API): pass through, never buffer
-
-    def request(self, flow: http.HTTPFlow) -> None:
-        req = flow.request
-        if req.stream:
+            if not answered:
+                req.stream = True  # not ours (or not the host's API): pass through, never buffer
             return
+        # A call: its headers are read (then stripped) now, its body streamed upstream as it arrives,
+        # counted and kept up to a bound (capture.request); the capture is built at its end.
         headers = [(k.lower(), v) for k, v in req.headers.items(multi=True)]
         names = frozenset(k for k, _ in headers)
         for name in strippable(names, req.headers.get("authorization", "")):
             del req.headers[name]
         if is_upgrade(flow):
-            cap = self.ws.upgrade_request(flow, headers)
-        else:
-            match = route(req.method, req.host, req.path, names)
-            if match is None:
-                return  # GET /v1/models and the like: not calls
-            try:
-                body = req.get_content(strict=False) or b""
-            except Exception:
-                body = req.raw_content or b""
-            cap = Capture(
-                self._facts(flow, headers, body, match.provider, match.api),
-                self.make_adapter(match.adapter),
-                self._parse_error,
-            )
-            if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
-                cap.adapter.req.model = match.model
+            flow.metadata[_REQ] = (headers, None)
+            return
+        match = route(req.method, req.host, req.path, names)
+        if answered:
+            return
+        if match is None:
+            req.stream = True  # GET /v1/models and the like: not calls
+            return
+        flow.metadata[_REQ] = (headers, match)
+        req.stream = RequestBody()
+
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Builds the capture; a large or compressed body is parsed off the loop first (then the hook
+        returns the awaitable mitmproxy waits for before it lets the request finish)."""
+        seen = flow.metadata.pop(_REQ, None)
+        if seen is None:
+            return None
+        headers, match = seen
+        req = flow.request
+        if match is None:  # a WebSocket upgrade
+            self._keep(flow, self.ws.upgrade_request(flow, headers))
+            return None
+        body = req.stream if isinstance(req.stream, RequestBody) else RequestBody()
+        if body.size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
+            body(req.raw_content)
+        encoding = req.headers.get("content-encoding", "")
+        raw, body.buf = body.buf, None
+        if raw is not None and (len(raw) > LOOP_PARSE or encoding):
+            return self._parse_then_capture(flow, headers, match, body, raw, encoding)
+        self._capture(flow, headers, match, body, *parse_body(raw, encoding))
+        return None
+
+    async def _parse_then_capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        raw: bytearray, encoding: str,
+    ) -> None:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
+        self._capture(flow, headers, match, body, request_json, note)
+
+    def _capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        request_json: Any, note: str,
+    ) -> None:  # fmt: skip
+        facts = self._facts(flow, headers, b"", match.provider, match.api)
+        facts.body_size, facts.body_hash, facts.body_note = body.size, body.digest(), note
+        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error, request=request_json, parsed=True)
+        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
+            cap.adapter.req.model = match.model
+        self._keep(flow, cap)
+
+    def _keep(self, flow: http.HTTPFlow, cap: Capture | None) -> None:
         if cap is not None:
             flow.metadata[_KEY] = cap
             self.inflight += 1

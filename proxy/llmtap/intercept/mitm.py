@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .limits import LimitsConfig, raise_nofile
+
 ADDONS_PACKAGE = "mitmproxy.addons"
 
 
@@ -56,7 +58,10 @@ def proxy_addons(proxy_auth: bool) -> list[Any]:
     if proxy_auth:
         from mitmproxy.addons import proxyauth
 
-        addons.append(proxyauth.ProxyAuth())
+        from .authlimit import addons as auth_budget
+
+        before, after = auth_budget()  # failed guesses budgeted per client address
+        addons += [before, proxyauth.ProxyAuth(), after]
     addons += [proxyserver.Proxyserver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
     return addons
 
@@ -73,6 +78,7 @@ class ProxySettings:
     upstream_bundle: Path | None = None
     proxy_auth: str = ""
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
 
 def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str, int], tuple[str, int]]) -> None:
@@ -91,8 +97,35 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
 
 
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) -> None:
+    """``accept()`` failures (EMFILE: out of descriptors) log once per ``every_s``, not one traceback each."""
+    import logging
+    import time
+
+    last = [0.0]
+    suppressed = [0]
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        msg = f"{context.get('message', '')} {context.get('exception', '')}"
+        if "out of system resource" in msg or "Too many open files" in msg:
+            now = time.monotonic()
+            if now - last[0] < every_s:
+                suppressed[0] += 1
+                return
+            last[0] = now
+            logging.getLogger("llmtap.limits").error(
+                "cannot accept connections: %s (%d more like it suppressed)", context.get("exception"), suppressed[0]
+            )
+            suppressed[0] = 0
+            return
+        lp.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
 async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], None] | None = None) -> None:
     """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT."""
+    raise_nofile()
     addons = proxy_addons(bool(settings.proxy_auth))  # first: keeps mitmproxy's unused addons unimported
     from mitmproxy.master import Master
     from mitmproxy.options import Options
@@ -114,8 +147,12 @@ async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], No
     if settings.proxy_auth:
         update["proxyauth"] = settings.proxy_auth
     opts.update(**update)
-    master.addons.add(addon)
+    from .limits import ConnectionLimits
+
+    settings.limits.connect_to = settings.connect_to
+    master.addons.add(ConnectionLimits(settings.limits), addon)
     loop = asyncio.get_running_loop()
+    quiet_accept_errors(loop)
     if settings.connect_to:
         install_connect_to(loop, settings.connect_to)
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -24,11 +24,20 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend | None:
-    """The backend for a store URL; ``none`` means no store (OTLP export only)."""
+def open_backend(
+    url: str, retention: dict[str, int] | None = None, read_url: str = "", reads_only: bool = False
+) -> Backend | None:
+    """The backend for a store URL; ``none`` means no store (OTLP export only).
+
+    ``read_url`` (``--read-store``) names the credentials of every read path of a ClickHouse
+    server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
+    ``reads_only`` (the read commands): a server store is not connected as the writer at all.
+    """
     if url.strip().lower() == "none":
         return None
     scheme = urlsplit(url).scheme.lower()
+    if read_url and scheme not in ("clickhouse", "clickhouses"):
+        raise StoreURLError("--read-store applies to a clickhouse:// store only (the embedded store reads read-only)")
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
@@ -37,7 +46,7 @@ def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend |
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
-            return ClickHouseBackend(url, retention=retention)
+            return ClickHouseBackend(url, retention=retention, read_url=read_url, writer=not reads_only)
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
     raise StoreURLError(

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     print(
-        f"llmtap demo: open http://127.0.0.1:{admin_port}/ — live traffic is flowing "
+        f"llmtap demo: open http://127.0.0.1:{admin_port}/#token={sc.token} — live traffic is flowing "
         f"(proxy {sc.proxy_url}); Ctrl-C stops it",
         flush=True,
     )

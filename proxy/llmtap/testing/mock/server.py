@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import agents, anthropic, bedrock, gemini, ollama, openai, replay, websocket
+from . import agents, anthropic, bedrock, gemini, hostile, ollama, openai, replay, websocket
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -69,6 +69,8 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     if not scenario and model.startswith("mock-"):
         scenario = model[5:]
+    if scenario in hostile.SCENARIOS:  # bombs, a cut body, echoed payloads (the security tests)
+        return hostile.reply(scenario, body, headers)
     host = headers.get("host", "").split(":", 1)[0]
     match = route("POST", host, path, frozenset(headers))
     handler = HANDLERS.get(match.api) if match is not None else None
@@ -139,6 +141,8 @@ class MockServer:
                 if reply.abort:
                     writer.transport.abort()
                     return
+                if reply.close:
+                    return
                 if headers.get("connection", "").lower() == "close":
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
@@ -158,12 +162,15 @@ class MockServer:
             529: "Overloaded",
         }
         head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
-        streaming = reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        fixed = any(k == "content-length" for k, _ in reply.headers)  # a reply that promises its length itself
+        streaming = not fixed and (
+            reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        )
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
         if streaming:
             head.append("transfer-encoding: chunked")
-        else:
+        elif not fixed:
             head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
         if not streaming:
