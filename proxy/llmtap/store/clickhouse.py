@@ -17,17 +17,24 @@ class ClickHouseURLError(ValueError):
 def parse_url(url: str) -> dict[str, Any]:
     u = urlsplit(url)
     if u.scheme not in ("clickhouse", "clickhouses"):
-        raise ClickHouseURLError(f"not a clickhouse:// URL: {url!r}")
+        raise ClickHouseURLError(f"not a clickhouse:// URL: {u.scheme}://…")
     if not u.hostname:
-        raise ClickHouseURLError("clickhouse:// URL needs a host, e.g. clickhouse://user:pass@host:8123/db")
+        raise ClickHouseURLError("--store: a clickhouse:// URL needs a host, e.g. clickhouse://user:pass@host:8123/db")
+    try:
+        port = u.port
+    except ValueError:
+        bad = u.netloc.rpartition("@")[2].rpartition(":")[2]  # never echo the password
+        raise ClickHouseURLError(
+            f"--store: invalid port {bad!r} in the clickhouse:// URL: use clickhouse://user:pass@host:8123/db"
+        ) from None
     db = u.path.strip("/") or DEFAULT_DB
     if not DB_NAME_RE.match(db):
-        raise ClickHouseURLError(f"invalid database name {db!r}")
+        raise ClickHouseURLError(f"--store: invalid database name {db!r} (letters, digits, _)")
     opts = dict(parse_qsl(u.query))
     secure = u.scheme == "clickhouses"
     return {
         "host": u.hostname,
-        "port": u.port or (8443 if secure else 8123),
+        "port": port or (8443 if secure else 8123),
         "username": unquote(u.username or "default"),
         "password": unquote(u.password or ""),
         "database": db,
@@ -38,8 +45,18 @@ def parse_url(url: str) -> dict[str, Any]:
 
 
 class ClickHouseBackend:
-    def __init__(self, url: str, connect_timeout: float = 5.0, retention: dict[str, int] | None = None) -> None:
+    """``read_only`` (the read commands): the schema is neither created nor upgraded (a reader may
+    lack the grants); a database without llmtap's tables is refused."""
+
+    def __init__(
+        self,
+        url: str,
+        connect_timeout: float = 5.0,
+        retention: dict[str, int] | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.cfg = parse_url(url)
+        self.read_only = read_only
         self.retention = retention or {}
         self.db = self.cfg["database"]
         self._lock = threading.Lock()
@@ -64,19 +81,29 @@ class ClickHouseBackend:
                 username=self.cfg["username"],
                 password=self.cfg["password"],
                 secure=self.cfg["secure"],
-                database="default",
                 connect_timeout=self._connect_timeout,
                 send_receive_timeout=30,
                 compress=False,
                 **kw,
             )
         if not self._schema_ready:
-            self.apply_schema()
+            if self.read_only:
+                self._check_schema()
+            else:
+                self.apply_schema()
+        # Every later request runs in the store's database: the read paths (``sql``, ``report``,
+        # ``check-cost``, the viewer) name tables unqualified, as they do on the embedded store.
+        self._client.database = self.db
         return self._client
 
     def apply_schema(self) -> None:
-        """Versioned and idempotent (see :func:`llmtap.store.schema.apply_schema`)."""
+        """Versioned and idempotent (see :func:`llmtap.store.schema.apply_schema`).
+
+        Runs in the user's default database (the store's may not exist yet); every statement
+        names its database.
+        """
         c = self._client
+        c.database = None
         apply_schema(c.command, c.command, self.db)
         for table, days in self.retention.items():
             try:
@@ -84,6 +111,16 @@ class ClickHouseBackend:
             except Exception as e:
                 if days > 0 or "TTL" not in str(e):  # removing an absent TTL is fine
                     raise
+        self._schema_ready = True
+
+    def _check_schema(self) -> None:
+        c = self._client
+        c.database = None
+        if str(c.command(f"EXISTS TABLE {self.db}.llm_calls")).strip() != "1":
+            raise ClickHouseURLError(
+                f"no llmtap tables in database {self.db!r} on {self.cfg['host']}:{self.cfg['port']} "
+                "(a sidecar writing there creates them, or: llmtap schema --apply --store URL)"
+            )
         self._schema_ready = True
 
     def _reset(self) -> None:

@@ -24,20 +24,32 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend | None:
-    """The backend for a store URL; ``none`` means no store (OTLP export only)."""
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds an embedded store (chDB keeps its catalogue in ``metadata/``)."""
+    return (path / "metadata").is_dir()
+
+
+def open_backend(url: str, retention: dict[str, int] | None = None, *, for_reading: bool = False) -> Backend | None:
+    """The backend for a store URL; ``none`` means no store (OTLP export only).
+
+    ``for_reading`` (the read commands): never create a store. An embedded path that holds none
+    and a server database without llmtap's tables are refused with a :class:`StoreURLError`.
+    """
     if url.strip().lower() == "none":
         return None
     scheme = urlsplit(url).scheme.lower()
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
-        return ChdbBackend(chdb_path(url), DEFAULT_DB, retention)
+        path = chdb_path(url)
+        if for_reading and not is_store(path):
+            raise StoreURLError(f"no llmtap store in {path}")
+        return ChdbBackend(path, DEFAULT_DB, retention)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
-            return ClickHouseBackend(url, retention=retention)
+            return ClickHouseBackend(url, retention=retention, read_only=for_reading)
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
     raise StoreURLError(

@@ -3,7 +3,7 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database``, ``default_format``, basic or
+``database`` (else the user's default database, per request), ``default_format``, basic or
 X-ClickHouse-User/Key auth, ``/ping``, and errors as ``Code: N. DB::Exception``.
 Other URL settings are applied with SET for the request and reset after it.
 
@@ -63,6 +63,7 @@ def main() -> None:
     from chdb import session
 
     sess = session.Session(args.path)
+    default_db = bytes(sess.query("SELECT currentDatabase()", "TSV").bytes()).decode().strip() or "default"
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -131,8 +132,9 @@ def main() -> None:
             settings = {k: v for k, v in params.items() if k not in NOT_SETTINGS and not k.startswith("param_")}
             with lock:
                 try:
-                    if params.get("database"):
-                        sess.query(f"USE {params['database']}")
+                    # Each request runs in its ``database`` parameter, else the user's default one, as on
+                    # a server: the shared session must not carry one request's database into the next.
+                    sess.query(f"USE {params.get('database') or default_db}")
                     applied = []
                     for k, v in settings.items():
                         try:
