@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..intercept.routing import parse_host_port
-from .parser import addr, connect_to
+from .parser import DEFAULT_DATA_DIR, addr, connect_to, fail
 from .query import store_url
 
 
@@ -17,19 +17,19 @@ def _token(token: str, path: str) -> str:
         try:
             return Path(path).read_text().strip()
         except OSError as e:
-            raise SystemExit(f"llmtap: cannot read --admin-token-file: {e}") from None
+            fail(f"--admin-token-file {path}: cannot read it ({e.strerror})")
     return token
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..app import ConfigError, RunConfig, run
+    from ..app import RunConfig, run
     from ..store import StoreURLError
     from ..telemetry import PriceFileError
 
     cfg = RunConfig(
         listen=addr(args.listen, "--listen"),
         admin=addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir).resolve(),
+        data_dir=Path(args.data_dir or DEFAULT_DATA_DIR).resolve(),
         store=store_url(args),
         intercept=list(args.intercept),
         upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
@@ -45,17 +45,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
         spool_max_mb=args.spool_max_mb,
+        drain_timeout=args.drain_timeout,
     )
     for spec in cfg.intercept:
         try:
             parse_host_port(spec)
         except ValueError as e:
-            raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
+            fail(f"--intercept {spec!r}: {e}")
     try:
         return run(cfg)
-    except (ConfigError, StoreURLError, FileNotFoundError, PriceFileError) as e:
-        print(f"llmtap: {e}", file=sys.stderr)
-        return 2
+    except (StoreURLError, FileNotFoundError, PriceFileError) as e:
+        fail(str(e))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -74,9 +74,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
         return 2
     import clickhouse_connect
 
-    from ..store.clickhouse import parse_url
+    from ..store.clickhouse import ClickHouseURLError, parse_url
 
-    cfg = parse_url(args.store)
+    try:
+        cfg = parse_url(args.store)
+    except ClickHouseURLError as e:
+        fail(str(e))
     deadline = time.monotonic() + 60
     while True:
         try:

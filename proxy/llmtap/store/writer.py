@@ -76,6 +76,7 @@ class StoreWriter:
         self._flushes_lock = threading.Lock()
         self.written = 0
         self.failing_since: float | None = None
+        self._last_insert_ok: bool | None = None  # None: nothing written yet
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
 
@@ -86,6 +87,10 @@ class StoreWriter:
 
     def queued(self) -> int:
         return self.spool.unsent()
+
+    def store_ok(self) -> bool | None:
+        """``/healthz`` ``store_ok``: ``None`` until the first insert, then whether the last one succeeded."""
+        return self._last_insert_ok
 
     def _sleep(self, seconds: float) -> None:
         self._wake.wait(seconds)
@@ -120,6 +125,7 @@ class StoreWriter:
             try:
                 rejected = self._insert(batch.rows, batch.token)
             except Exception as e:
+                self._last_insert_ok = False
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
                     log.warning("store unavailable (%s); records are kept in the spool and retried", e)
@@ -135,6 +141,7 @@ class StoreWriter:
             if self.failing_since is not None:
                 log.info("store back after %.1fs", time.monotonic() - self.failing_since)
                 self.failing_since = None
+            self._last_insert_ok = True
             backoff = 0.5
             waiting_since = None
             self.spool.ack(batch)

@@ -13,6 +13,7 @@ import itertools
 import math
 import random
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -199,8 +200,16 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..startup import read_lock
     from ..store import default_store_url, open_backend, rowbinary
 
+    holder = None if args.store else read_lock(Path(args.data_dir))
+    if holder is not None:  # chDB: one process per store
+        print(
+            f"llmtap seed: --data-dir {args.data_dir} is in use by a running sidecar (pid {holder.pid}): stop it first",
+            file=sys.stderr,
+        )
+        return 2
     backend = open_backend(args.store or default_store_url(Path(args.data_dir)))
     if backend is None:
         raise SystemExit("llmtap seed: --store none has no store")
