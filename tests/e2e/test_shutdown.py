@@ -11,6 +11,7 @@ import json
 import signal
 import socket
 import ssl
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ import h2.errors
 import h2.events
 import httpx2
 import pytest
-from helpers import Mock, Sidecar, session_id, start_sidecar, stop
+from helpers import LLMTAP, Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import tls_socket
 
@@ -49,12 +50,14 @@ def test_http2_client_that_stops_reading_and_closes_is_cancelled(sidecar: Sideca
     for an upstream that closes: the call is the client's cancel, not a mid-stream provider error."""
     sid = session_id()
     ctx = ssl.create_default_context(cafile=str(sidecar.bundle))
-    with httpx2.Client(http2=True, proxy=sidecar.proxy_url, verify=ctx, timeout=30) as c:
-        with c.stream("POST", URL, json=stream_body(), headers=slow(50, 200, sid)) as r:
-            assert r.http_version == "HTTP/2"
-            for n, _ in enumerate(r.iter_bytes(), 1):
-                if n >= 2:
-                    break
+    with (
+        httpx2.Client(http2=True, proxy=sidecar.proxy_url, verify=ctx, timeout=30) as c,
+        c.stream("POST", URL, json=stream_body(), headers=slow(50, 200, sid)) as r,
+    ):
+        assert r.http_version == "HTTP/2"
+        for n, _ in enumerate(r.iter_bytes(), 1):
+            if n >= 2:
+                break
     row = sidecar.row(sid, timeout=15)
     assert (row["outcome"], row["error_type"], row["mid_stream_error"]) == ("cancelled", "", False)
     assert row["finish_reason"] == "cancelled" and row["status_code"] == 200
@@ -113,10 +116,6 @@ def _stream(sc: Sidecar, events: int, delay_ms: int, session: str, out: dict[str
 
 
 def _offline_rows(sc: Sidecar) -> dict[str, dict[str, Any]]:
-    from helpers import LLMTAP
-
-    import subprocess
-
     q = "SELECT session_id, outcome, error_type, error_code, finish_reason, mid_stream_error FROM llm_calls"
     r = subprocess.run(
         [*LLMTAP, "sql", q, "--data-dir", str(sc.data_dir), "--format", "JSONEachRow"],
