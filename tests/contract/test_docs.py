@@ -21,9 +21,13 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
     cmds = quick_start_commands()
     assert len(cmds) == 2
-    assert cmds[0].startswith("python3.12 ") and "llmtap run" in cmds[0]
+    # one mechanism finds Python 3.12 for the README and for CI (tests/contract/test_bootstrap.py tests it)
+    assert cmds[0] == "./bootstrap && .venv/bin/llmtap run"
+    assert cmds[1].startswith("./bootstrap test && ")
+    assert ".venv/bin/ruff check proxy tests bench dashboards " in cmds[1]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert cmds[1] in ci, "the README's test command must be what .ci/run runs, verbatim"
+    assert "python3.12" not in "\n".join(line for line in ci if not line.startswith("#"))  # no second mechanism
 
 
 def test_error_taxonomy_table_matches_the_code() -> None:
