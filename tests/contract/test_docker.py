@@ -138,6 +138,7 @@ def test_the_image_wheel_holds_the_schema_dashboards_and_viewer(wheel: zipfile.Z
     assert boards and {n.rsplit("/", 1)[1] for n in names if n.startswith("llmtap/dashboards_json/")} == boards
     for static in ("index.html", "viewer.js", "viewer.css"):
         assert f"llmtap/admin/static/{static}" in names
+    assert "llmtap/clients/node-proxy-preload.cjs" in names  # what `llmtap env` points Node < 24 at
     assert "llmtap/__main__.py" in names and not any("__pycache__" in n for n in names)
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "llmtap = llmtap.cli:main" in wheel.read(entry).decode()

@@ -88,7 +88,8 @@ def test_ca_and_env(tmp_path: Path) -> None:
     assert r.returncode == 0 and ca.is_file() and b"BEGIN CERTIFICATE" in ca.read_bytes()
     r = cli("env", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:9999")
     assert r.returncode == 0
-    exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+    lines = [line for line in r.stdout.splitlines() if line.startswith("export ") and "NODE_OPTIONS" not in line]
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in lines)
     assert exports["HTTPS_PROXY"] == "'http://127.0.0.1:9999'"
     bundle = Path(exports["SSL_CERT_FILE"].strip("'"))
     assert exports["REQUESTS_CA_BUNDLE"] == exports["NODE_EXTRA_CA_CERTS"] == exports["SSL_CERT_FILE"]

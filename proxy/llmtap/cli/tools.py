@@ -110,19 +110,24 @@ def cmd_ca(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
+    """The exports a client needs (:mod:`llmtap.clientenv`), for the Node on PATH when there is one."""
+    from ..clientenv import base_url_env, client_env, detect_node, shell_exports
     from ..intercept.ca import client_bundle
+    from ..startup import read_lock
 
-    bundle = client_bundle(Path(args.data_dir).resolve())
+    data_dir = Path(args.data_dir).resolve()
     host, port = addr(args.listen, "--listen")
-    proxy = f"http://{host}:{port}"
-    for name, value in (
-        ("HTTPS_PROXY", proxy),
-        ("https_proxy", proxy),
-        ("SSL_CERT_FILE", bundle),
-        ("REQUESTS_CA_BUNDLE", bundle),
-        ("NODE_EXTRA_CA_CERTS", bundle),
-    ):
-        print(f"export {name}='{value}'")
+    if read_lock(data_dir) is None:
+        print(
+            f"llmtap env: no sidecar is running on {data_dir} (yet): these point at the CA `llmtap run --data-dir "
+            f"{data_dir}` uses; for another sidecar pass its --data-dir",
+            file=sys.stderr,
+        )
+    bundle = client_bundle(data_dir)
+    lines = shell_exports(client_env(f"http://{host}:{port}", bundle, detect_node()))
+    base = " ".join(f"{v.name}={v.value}" for v in base_url_env(host, port))
+    lines.append(f"# or, with no proxy and no CA (base-URL mode, any runtime): export {base}")
+    print("\n".join(lines))
     return 0
 
 
