@@ -41,3 +41,9 @@ def test_error_taxonomy_table_matches_the_code() -> None:
         assert re.findall(r"“([^”]+)”", phrases) == list(rule.phrases)
         assert [int(s) for s in re.findall(r"\d+", statuses)] == list(rule.statuses)
     assert set(table) == set(ERROR_TYPES) - {""}
+
+
+def test_readme_says_json_sql_needs_its_content_type() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("`POST /api/sql` takes") :][:600]
+    assert "Content-Type: application/json" in section and '"query"' in section
