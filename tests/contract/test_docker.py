@@ -227,3 +227,40 @@ def test_compose_apps_find_the_ca_bundle_and_the_mock_ca_where_llmtap_writes_the
     sidecar_mounts = {v.split(":")[0]: v.split(":")[1] for v in LLMTAP_SERVICES["llmtap"]["volumes"]}
     hint = re.search(r"LLMTAP_UPSTREAM_CA=(\S+)", (ROOT / "docker-compose.yml").read_text())
     assert hint and hint.group(1) == f"{sidecar_mounts['mock-certs']}/{ca.name}"
+
+
+def test_the_documented_docker_run_starts_in_the_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/deploy.md's `docker run … llmtap run …`: the image's ENV plus its -e flags, parsed by llmtap."""
+    import shlex
+
+    from llmtap.app import RunConfig, check_exposure
+    from llmtap.cli.parser import addr, build_parser
+
+    doc = (ROOT / "docs" / "deploy.md").read_text()
+    block = doc.split("## `docker run`", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    run = next(line for line in block.splitlines() if line.startswith("docker run "))
+    argv = shlex.split(run.replace('"$(openssl rand -hex 16)"', "tok"))
+    image_at = next(i for i, a in enumerate(argv) if a == "llmtap" and argv[i + 1 : i + 2] == ["run"])
+    flags, command = argv[2:image_at], argv[image_at + 1 :]
+    env = dict(image_env())
+    for i, flag in enumerate(flags):
+        if flag == "-e":
+            k, _, v = flags[i + 1].partition("=")
+            env[k] = v
+    volumes = [flags[i + 1] for i, f in enumerate(flags) if f == "-v"]
+    assert any(v.endswith(":" + env["LLMTAP_DATA_DIR"]) for v in volumes)  # the data dir is the volume
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    args = build_parser().parse_args(command)
+    cfg = RunConfig(
+        listen=addr(args.listen, "--listen"),
+        admin=addr(args.admin, "--admin"),
+        data_dir=Path(args.data_dir),
+        store=args.store or "",
+        admin_token=args.admin_token,
+        allow_open_proxy=args.allow_open_proxy,
+    )
+    check_exposure(cfg)
+    published = {p.rsplit(":", 1)[1] for i, f in enumerate(flags) if f == "-p" for p in [flags[i + 1]]}
+    assert published == {str(cfg.listen[1]), str(cfg.admin[1])}
+    assert "docker cp llmtap:/data/ca-bundle.pem" in block

@@ -47,3 +47,15 @@ def test_readme_says_json_sql_needs_its_content_type() -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("`POST /api/sql` takes") :][:600]
     assert "Content-Type: application/json" in section and '"query"' in section
+
+
+def test_every_mock_scenario_is_documented() -> None:
+    from llmtap.testing.mock import GARBAGE
+
+    mock = ROOT / "proxy" / "llmtap" / "testing" / "mock"
+    names = set(GARBAGE) | {"garbage_json_body"}
+    for src in mock.glob("*.py"):
+        names |= set(re.findall(r'scenario == "([a-z0-9_]+)"', src.read_text()))
+    documented = set(re.findall(r"^\| `([a-z0-9_]+)` \|", (ROOT / "docs" / "mock-provider.md").read_text(), re.M))
+    assert names and names <= documented, f"not in docs/mock-provider.md: {sorted(names - documented)}"
+    assert documented == names, f"documented but unknown to the mock: {sorted(documented - names)}"
