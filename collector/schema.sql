@@ -126,7 +126,8 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls (
     cache_miss_reason LowCardinality(String),
     cache_miss_cost_usd Nullable(Float64),
     overhead_ms Nullable(Float64),
-    batch_id String
+    batch_id String,
+    uncached_input_cost_usd Nullable(Float64)
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(timestamp)
 ORDER BY (service, provider, request_model, timestamp)
@@ -207,7 +208,8 @@ SELECT
     SpanAttributes['llmtap.cache_miss_reason'] AS cache_miss_reason,
     toFloat64OrNull(SpanAttributes['llmtap.cache_miss_cost_usd']) AS cache_miss_cost_usd,
     toFloat64OrNull(SpanAttributes['llmtap.overhead_ms']) AS overhead_ms,
-    SpanAttributes['llmtap.batch_id'] AS batch_id
+    SpanAttributes['llmtap.batch_id'] AS batch_id,
+    toFloat64OrNull(SpanAttributes['llmtap.uncached_input_cost_usd']) AS uncached_input_cost_usd
 FROM {db}.otel_traces
 WHERE ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap';
 

@@ -130,6 +130,7 @@ class CallRecord:
     cache_miss_cost_usd: float | None = None
     overhead_ms: float | None = None  # time the sidecar itself added (headers + first event)
     batch_id: str = ""  # the provider's batch id, for rows built from batch results
+    uncached_input_cost_usd: float | None = None  # the input priced with no cache in use (cache savings, explain-cost)
     # Not columns of llm_calls; carried on the span only.
     extra: dict[str, Any] = field(default_factory=dict)
     # Not carried anywhere: the gaps between content events (seconds), for the metrics sink.

@@ -83,6 +83,7 @@ class Price:
     input: float
     output: float
     source: CostSource
+    uncached_input: float  # the input at the uncached input price, every token (no cache read or write)
 
 
 class Pricer:
@@ -122,6 +123,7 @@ class Pricer:
         p = self.price(r)
         if p is not None:
             r.cost_usd, r.input_cost_usd, r.output_cost_usd = p.total, p.input, p.output
+            r.uncached_input_cost_usd = p.uncached_input
             r.cost_source = p.source
 
 
@@ -131,7 +133,7 @@ def _rule_price(rule: PriceRule, r: CallRecord) -> Price:
     uncached = max(r.input_tokens - r.cache_read_tokens - r.cache_write_tokens, 0)
     inp = (uncached * rule.input_mtok + r.cache_read_tokens * cr + r.cache_write_tokens * cw) / 1e6
     out = r.output_tokens * rule.output_mtok / 1e6
-    return Price(inp + out, inp, out, "price_file")
+    return Price(inp + out, inp, out, "price_file", r.input_tokens * rule.input_mtok / 1e6)
 
 
 def _genai_price(provider_id: str, model: str, r: CallRecord) -> Price | None:
@@ -150,4 +152,11 @@ def _genai_price(provider_id: str, model: str, r: CallRecord) -> Price | None:
     except Exception as e:  # a price source bug must not lose the record
         log.warning("genai-prices failed for %s/%s: %s", provider_id, model, e)
         return None
-    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), "genai-prices")
+    uncached = float(calc.input_price)
+    if r.cache_read_tokens or r.cache_write_tokens:  # the same input, priced as if no cache were in use
+        try:
+            no_cache = calc_price(Usage(input_tokens=r.input_tokens), model_ref=model, provider_id=provider_id)
+            uncached = float(no_cache.input_price)
+        except Exception:
+            uncached = float(calc.input_price)
+    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), "genai-prices", uncached)

@@ -96,6 +96,7 @@ def full_record(**kw: object) -> CallRecord:
         cache_miss_cost_usd=0.0042,
         overhead_ms=0.25,
         batch_id="batch_abc",
+        uncached_input_cost_usd=0.02,
     )
     return dataclasses.replace(r, **kw)  # type: ignore[arg-type]
 

@@ -32,6 +32,9 @@ def test_genai_prices_with_dated_models_and_cache() -> None:
         Usage(input_tokens=1000, cache_read_tokens=400, output_tokens=500), "gpt-4o-2024-08-06", provider_id="openai"
     )
     assert r.cost_usd == pytest.approx(float(want.total_price)) and r.cost_source == "genai-prices"
+    # what the same 1000 input tokens cost with no cache: every token at the input price (gpt-4o: $2.50/Mtok)
+    assert r.uncached_input_cost_usd == pytest.approx(1000 * 2.5 / 1e6)
+    assert r.input_cost_usd is not None and r.input_cost_usd < r.uncached_input_cost_usd
 
 
 def test_unknown_model_and_self_hosted_stay_null() -> None:
