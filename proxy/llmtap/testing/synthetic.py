@@ -95,6 +95,7 @@ class LinearPrices:
         uncached = max(r.input_tokens - r.cache_read_tokens - r.cache_write_tokens, 0)
         r.input_cost_usd = uncached * rates[0] + r.cache_read_tokens * rates[1] + r.cache_write_tokens * rates[2]
         r.output_cost_usd = r.output_tokens * rates[3]
+        r.uncached_input_cost_usd = r.input_tokens * rates[0]
         r.cost_usd = r.input_cost_usd + r.output_cost_usd
         r.cost_source = "genai-prices"
 
@@ -204,6 +205,8 @@ def generate(
             r.cost_usd *= regression.factor
             r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
             r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
+            if r.uncached_input_cost_usd is not None:
+                r.uncached_input_cost_usd *= regression.factor
         yield r
 
 

@@ -34,6 +34,7 @@ def test_linear_prices_are_the_pricers_prices_for_synthetic_calls() -> None:
             if a.cost_usd is not None:
                 assert b.cost_usd is not None and math.isclose(a.cost_usd, b.cost_usd, rel_tol=1e-9), (model, kw)
                 assert math.isclose(a.input_cost_usd or 0, b.input_cost_usd or 0, rel_tol=1e-9, abs_tol=1e-15)
+                assert math.isclose(a.uncached_input_cost_usd or 0, b.uncached_input_cost_usd or 0, rel_tol=1e-9)
                 assert a.cost_source == b.cost_source
                 checked += 1
     assert checked >= 150
