@@ -104,6 +104,7 @@ def test_no_suitable_python_is_one_clear_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e  # installs every dependency into a new venv: with the e2e suite, not in `-m "not e2e"`
 def test_bootstrap_builds_a_working_venv_on_this_kind_of_machine(tmp_path: Path) -> None:
     """The whole script, on a copy of the repository's files, where python3.12 is a failing pyenv shim."""
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()

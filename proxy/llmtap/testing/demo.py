@@ -14,6 +14,7 @@ instead of spiking, and the regression the demo announces is what ``check-cost``
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import random
@@ -64,9 +65,9 @@ SCENARIOS: list[tuple[str, str, dict[str, Any], str, int]] = [
     ),
     ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "slow:cancel", 2),
 ]
-HISTORY_CALLS = 100_000  # over HISTORY_DAYS: ~0.15 calls/s on average, the live traffic's rate too
+HISTORY_CALLS = 60_000  # over HISTORY_DAYS: ~0.09 calls/s on average (0.05-0.15 over the day), the live rate too
 HISTORY_DAYS = 8
-WINDOW_CALLS = 200  # steady calls in the last hour and the same hour of each earlier day: check-cost's windows
+WINDOW_CALLS = 1000  # steady calls in the last hour and the same hour of each earlier day: check-cost's windows
 REGRESSION = synthetic.Regression("summarize", 1.6)  # planted in the last hour, and carried on by live traffic
 # The live calls' sizes follow the history's (tokens → cost): input ~ lognormal around 1200 tokens.
 MEAN_OUTPUT = {m[2]: m[5] for m in synthetic.MODELS}
@@ -121,12 +122,15 @@ def live_rate(calls: int, days: float, now: float) -> float:
 
 
 def traffic(proxy: str, bundle: Path, stop_at: float, stopping: threading.Event, rate: float) -> None:
+    """Calls arrive at ``rate`` per second (Poisson), however long each takes: a slow stream does not
+    hold back the next arrival (up to 32 calls in flight)."""
     rnd = random.Random()
     opener = _opener(proxy, bundle)
-    stopping.wait(rnd.expovariate(rate))
-    while time.time() < stop_at and not stopping.is_set():
-        one_call(opener, rnd)
+    with concurrent.futures.ThreadPoolExecutor(32, thread_name_prefix="llmtap-demo") as pool:
         stopping.wait(rnd.expovariate(rate))
+        while time.time() < stop_at and not stopping.is_set():
+            pool.submit(one_call, opener, random.Random(rnd.random()))
+            stopping.wait(rnd.expovariate(rate))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +155,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--rate",
         type=number("--rate", float, 0.001),
         default=None,
-        help="live calls per second (default: the seeded history's rate at this time of day, ~0.1-0.3)",
+        help="live calls per second (default: the seeded history's rate at this time of day, ~0.05-0.15)",
     )
     ap.add_argument("--no-history", action="store_true", help="skip the week of synthetic history")
 
@@ -189,16 +193,13 @@ def run(args: argparse.Namespace) -> int:
     llmtap = _llmtap()
     print(
         f"llmtap demo: open http://127.0.0.1:{admin_port}/ — live traffic is flowing (proxy {sc.proxy_url}, "
-        f"{rate * 60:.0f} calls/min: the seeded history's rate at this hour); Ctrl-C stops it\n"
+        f"{rate * 60:.1f} calls/min: the seeded history's rate at this hour); Ctrl-C stops it\n"
         f"llmtap demo: point your own code at it: eval \"$({llmtap} env --data-dir {shlex.quote(str(data))} "
         f"--listen 127.0.0.1:{listen_port})\"",
         flush=True,
     )
     stop_at = time.time() + (args.duration or 10**9)
-    workers = [
-        threading.Thread(target=traffic, args=(sc.proxy_url, sc.bundle, stop_at, stopping, rate / 3), daemon=True)
-        for _ in range(3)
-    ]
+    workers = [threading.Thread(target=traffic, args=(sc.proxy_url, sc.bundle, stop_at, stopping, rate), daemon=True)]
     for w in workers:
         w.start()
     try:
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stopping.set()
         for w in workers:
-            w.join(5)
+            w.join(35)  # the calls in flight end (their timeout is 30 s)
         stop(sc.proc)
         stop(mock.proc)
     print(
