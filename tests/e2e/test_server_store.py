@@ -57,14 +57,16 @@ class Server:
 @pytest.fixture(scope="module")
 def store_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if REAL_CH:
+        from urllib.parse import urlsplit, urlunsplit
+
         import clickhouse_connect
 
         from llmtap.store.clickhouse import parse_url
 
         db = f"llmtap_test_{secrets.token_hex(4)}"
-        base = REAL_CH.rsplit("/", 1)[0] if REAL_CH.count("/") > 2 else REAL_CH
+        u = urlsplit(REAL_CH)
         cfg = parse_url(REAL_CH)
-        yield f"{base}/{db}"
+        yield urlunsplit((u.scheme, u.netloc, f"/{db}", u.query, ""))  # the same server and options, our database
         client = clickhouse_connect.get_client(
             host=cfg["host"], port=cfg["port"], username=cfg["username"], password=cfg["password"], secure=cfg["secure"]
         )
