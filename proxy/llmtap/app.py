@@ -25,6 +25,7 @@ from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
 from .pipeline import Enricher, Pipeline, RecordSink
+from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
@@ -57,9 +58,10 @@ class RunConfig:
     spool_max_mb: int = 1024
     max_client_connections: int = 4096
     client_header_timeout: float = 30.0
+    drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
 
 
-class ConfigError(ValueError):
+class ConfigError(StartupError):
     pass
 
 
@@ -114,11 +116,17 @@ class Sidecar:
     pipeline: Pipeline
     addon: LlmTapAddon
     upstream: Path | None
+    lock: DataDirLock | None = None
 
     def health(self) -> dict[str, Any]:
         h: dict[str, Any] = {
-            "status": "ok" if self.addon.running_since is not None else "starting",
+            "status": "draining"
+            if self.addon.draining
+            else "ok"
+            if self.addon.running_since is not None
+            else "starting",
             "version": __version__,
+            "store_id": store_id(self.cfg.store),
             "pending": self.pipeline.pending(),
             "inflight_calls": self.addon.inflight,
             "open_websockets": self.addon.ws.open,
@@ -128,9 +136,8 @@ class Sidecar:
             queued = self.writer.queued()
             self.metrics.store_queue.set(queued)
             self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
-            ok = self.writer.ok()
-            h.update(store_queue=queued, store_ok=ok, records_written=self.writer.written)
-            if not ok:
+            h.update(store_queue=queued, store_ok=self.writer.store_ok(), records_written=self.writer.written)
+            if not self.writer.ok():
                 h["store_error"] = self.writer.last_error
         return h
 
@@ -163,8 +170,25 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
 
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
-    cfg.data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(cfg.data_dir, 0o700)
+    prepare_data_dir(cfg.data_dir)
+    lock = DataDirLock(cfg.data_dir)
+    lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
+    try:
+        check_port("--listen", *cfg.listen)
+        check_port("--admin", *cfg.admin)
+        sc = _build(cfg)
+    except BaseException:
+        lock.release()
+        raise
+    sc.lock = lock
+    return sc
+
+
+def _build(cfg: RunConfig) -> Sidecar:
+    otlp = cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if cfg.store.strip().lower() == "none" and not otlp:
+        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
+    prices = load_price_file(cfg.prices) if cfg.prices else []
     ensure_ca(cfg.data_dir)
     client_bundle(cfg.data_dir)  # what `llmtap env` points clients at
     upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
@@ -176,6 +200,17 @@ def build(cfg: RunConfig) -> Sidecar:
         "llm_calls": cfg.calls_retention_days,
     }
     backend = open_backend(cfg.store, retention, cfg.read_store)
+    try:
+        return _assemble(cfg, metrics, backend, prices, upstream)
+    except BaseException:
+        if backend is not None:
+            backend.close()
+        raise
+
+
+def _assemble(
+    cfg: RunConfig, metrics: Metrics, backend: Backend | None, prices: list[Any], upstream: Path | None
+) -> Sidecar:
     resource = resource_attributes()
     make_adapter, fault_sinks = _faults()
     sinks: list[RecordSink] = [*fault_sinks]
@@ -204,9 +239,7 @@ def build(cfg: RunConfig) -> Sidecar:
         from .telemetry.spans import SpanSink, otlp_exporter
 
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
-    elif backend is None:
-        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
-    enrichers: list[Enricher] = [Pricer(load_price_file(cfg.prices) if cfg.prices else [])]
+    enrichers: list[Enricher] = [Pricer(prices)]
     if cfg.capture_content:
         enrichers.append(ContentCapture())
     pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
@@ -227,41 +260,51 @@ def run(cfg: RunConfig) -> int:
     # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
     # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
     sys.setswitchinterval(0.0005)
-    admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
-    admin.start()
-    settings = ProxySettings(
-        listen=cfg.listen,
-        confdir=ca_dir(cfg.data_dir),
-        allow_hosts=allow_host_patterns(cfg.intercept),
-        upstream_bundle=sc.upstream,
-        proxy_auth=cfg.proxy_auth,
-        connect_to=cfg.connect_to,
-        limits=LimitsConfig(
-            max_clients=cfg.max_client_connections,
-            header_timeout=cfg.client_header_timeout,
-            admin=cfg.admin,
-            intercept=cfg.intercept,
-            on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
-            on_open=sc.metrics.client_connections.set,
-        ),
-    )
-
-    def announce() -> None:
-        print(
-            f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
-            f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
-            file=sys.stderr,
-            flush=True,
+    admin: AdminServer | None = None
+    try:
+        try:
+            admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
+        except OSError as e:
+            raise StartupError(
+                f"--admin {cfg.admin[0]}:{cfg.admin[1]}: cannot listen ({e.strerror}): pick a free port with --admin"
+            ) from None
+        admin.start()
+        settings = ProxySettings(
+            listen=cfg.listen,
+            confdir=ca_dir(cfg.data_dir),
+            allow_hosts=allow_host_patterns(cfg.intercept),
+            upstream_bundle=sc.upstream,
+            proxy_auth=cfg.proxy_auth,
+            connect_to=cfg.connect_to,
+            drain_timeout=cfg.drain_timeout,
+            limits=LimitsConfig(
+                max_clients=cfg.max_client_connections,
+                header_timeout=cfg.client_header_timeout,
+                admin=cfg.admin,
+                intercept=cfg.intercept,
+                on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
+                on_open=sc.metrics.client_connections.set,
+            ),
         )
 
-    try:
+        def announce() -> None:
+            print(
+                f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+                f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
+
         asyncio.run(serve(settings, sc.addon, announce))
     finally:
         log.info("shutting down: flushing records")
         sc.pipeline.close()
-        admin.close()
+        if admin is not None:
+            admin.close()
         if sc.backend is not None:
             sc.backend.close()
+        if sc.lock is not None:
+            sc.lock.release()
     written = sc.writer.written if sc.writer is not None else 0
     print(f"llmtap: stopped ({written} records written to the store)", file=sys.stderr)
     return 0

@@ -76,32 +76,21 @@ def test_sql_bad_query_is_a_clear_error(sidecar: Sidecar) -> None:
 
 def test_sql_opens_the_store_when_no_sidecar_runs(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    r = cli(
-        "sql",
-        "SELECT count() FROM llm_calls",
-        "--format",
-        "CSV",
-        "--data-dir",
-        str(data),
-        "--admin",
-        f"127.0.0.1:{free_port()}",
-    )
+    assert cli("seed", "--data-dir", str(data), "--calls", "5", "--days", "1").returncode == 0
+    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", "--data-dir", str(data))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "0"
+    assert r.stdout.strip() == "5"
     r = cli("sql", "DROP TABLE llm_calls", "--data-dir", str(data), "--admin", "")
     assert r.returncode == 2 and "refused" in r.stderr
 
 
 def test_env_var_defaults(tmp_path: Path) -> None:
-    r = cli(
-        "sql",
-        "SELECT 1",
-        "--format",
-        "CSV",
-        env={"LLMTAP_DATA_DIR": str(tmp_path / "d"), "LLMTAP_ADMIN": f"127.0.0.1:{free_port()}"},
-    )
-    assert r.returncode == 0 and r.stdout.strip() == "1"
-    assert (tmp_path / "d" / "store").is_dir()
+    assert cli("seed", "--data-dir", str(tmp_path / "d"), "--calls", "3", "--days", "1").returncode == 0
+    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", env={"LLMTAP_DATA_DIR": str(tmp_path / "d")})
+    assert r.returncode == 0 and r.stdout.strip() == "3", r.stderr
+    r = cli("sql", "SELECT 1", env={"LLMTAP_DATA_DIR": str(tmp_path / "typo")})
+    assert r.returncode == 2 and "no llmtap store" in r.stderr
+    assert not (tmp_path / "typo").exists()  # a mistyped data dir is not turned into an empty store
 
 
 def test_ca_and_env(tmp_path: Path) -> None:
@@ -110,7 +99,8 @@ def test_ca_and_env(tmp_path: Path) -> None:
     assert r.returncode == 0 and ca.is_file() and b"BEGIN CERTIFICATE" in ca.read_bytes()
     r = cli("env", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:9999")
     assert r.returncode == 0
-    exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+    lines = [line for line in r.stdout.splitlines() if line.startswith("export ") and "NODE_OPTIONS" not in line]
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in lines)
     assert exports["HTTPS_PROXY"] == "'http://127.0.0.1:9999'"
     bundle = Path(exports["SSL_CERT_FILE"].strip("'"))
     assert exports["REQUESTS_CA_BUNDLE"] == exports["NODE_EXTRA_CA_CERTS"] == exports["SSL_CERT_FILE"]

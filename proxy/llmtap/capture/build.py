@@ -130,6 +130,12 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         r.mid_stream_error = True
         r.error_type = taxonomy.classify(0, err.code, err.type, err.message, err.status)
         r.finish_reason = "error"
+    elif end.kind == "sidecar_shutdown" and not obs.terminal:
+        # Cut by the sidecar's own shutdown at the end of its drain: neither the client's nor the provider's fault.
+        r.outcome = "cancelled"
+        r.finish_reason = "cancelled"
+        r.error_code = "sidecar_shutdown"
+        r.error_message = cap_message(end.message)
     elif end.kind == "client_disconnected" and not obs.terminal:
         # A client that leaves after the terminal event (SDKs stop reading at
         # [DONE] / message_stop) received the whole answer: that is not a cancel.

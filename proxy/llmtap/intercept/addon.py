@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mitmproxy import connection, http
+from mitmproxy.connection import ConnectionState
 
 from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
@@ -67,10 +68,16 @@ class LlmTapAddon:
         self.is_intercepted = Interception(cfg.intercept)
         self.running_since: float | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.inflight = 0  # calls captured and not finished: returns to 0 when nothing leaks
         self.ws = WebSockets(self._facts, self.pipeline.submit, self._parse_error, self.make_adapter)
         # The service named by the proxy URL's user, per client connection (as proxyauth keeps its own).
         self._conn_service: weakref.WeakKeyDictionary[connection.Client, str] = weakref.WeakKeyDictionary()
+        self._live: dict[str, http.HTTPFlow] = {}  # calls captured and not finished, by flow id
+        self.draining = False  # set by the graceful shutdown (intercept/drain.py)
+
+    @property
+    def inflight(self) -> int:
+        """Calls captured and not finished: returns to 0 when nothing leaks."""
+        return len(self._live)
 
     # -- lifecycle -----------------------------------------------------------------
     def running(self) -> None:
@@ -180,7 +187,7 @@ class LlmTapAddon:
     def _keep(self, flow: http.HTTPFlow, cap: Capture | None) -> None:
         if cap is not None:
             flow.metadata[_KEY] = cap
-            self.inflight += 1
+            self._live[flow.id] = flow
 
     def _facts(
         self, flow: http.HTTPFlow, headers: list[tuple[str, str]], body: bytes, provider: str, api: str
@@ -213,10 +220,12 @@ class LlmTapAddon:
         resp = flow.response
         if resp is None:
             return
+        if self.draining and resp.http_version.startswith("HTTP/1"):
+            resp.headers["connection"] = "close"  # this connection's next call goes to a sidecar that stays
         cap: Capture | None = flow.metadata.get(_KEY)
         if cap is not None and resp.status_code == 101:  # a WebSocket opened: its calls are its messages
             flow.metadata.pop(_KEY)
-            self.inflight -= 1
+            self._live.pop(flow.id, None)
             cap = None
         if cap is None:
             resp.stream = True
@@ -229,7 +238,7 @@ class LlmTapAddon:
     def response(self, flow: http.HTTPFlow) -> None:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is not None:
-            self.inflight -= 1
+            self._live.pop(flow.id, None)
             self.pipeline.submit(cap, End("complete", time.monotonic()))
 
     # -- WebSocket (see .websocket) -------------------------------------------------------------
@@ -248,13 +257,21 @@ class LlmTapAddon:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is None:
             return
-        self.inflight -= 1
+        self._live.pop(flow.id, None)
         msg = flow.error.msg if flow.error else ""
-        low = msg.lower()
-        kind: EndKind = (
-            "client_disconnected" if ("client disconnected" in low or "by client" in low) else "upstream_error"
-        )
+        kind: EndKind = "client_disconnected" if client_went_away(flow, msg) else "upstream_error"
         self.pipeline.submit(cap, End(kind, time.monotonic(), msg))
+
+    def cut_inflight(self) -> int:
+        """End of the drain: every call still running is recorded as cut by the shutdown."""
+        now = time.monotonic()
+        flows = list(self._live.values())
+        self._live.clear()
+        for flow in flows:
+            cap: Capture | None = flow.metadata.pop(_KEY, None)
+            if cap is not None:
+                self.pipeline.submit(cap, End("sidecar_shutdown", now, "the sidecar shut down before the call ended"))
+        return len(flows)
 
     def loop_tasks(self, timeout: float = 2.0) -> int | None:
         """Tasks alive on the proxy's event loop (from another thread), for leak checks."""
@@ -273,3 +290,18 @@ class LlmTapAddon:
     def _parse_error(self, api: str, e: BaseException) -> None:
         self.pipeline.metrics.parse_errors.labels(api).inc()
         log.warning("side parser failed for a %s call (traffic unaffected): %s", api, e)
+
+
+def client_went_away(flow: http.HTTPFlow, msg: str) -> bool:
+    """Whether a flow's error is the client leaving rather than the upstream failing.
+
+    HTTP/1: mitmproxy says "Client disconnected."; an HTTP/2 stream reset: "stream reset by
+    client (CANCEL)". But an HTTP/2 client that closes its connection (as httpx does with a
+    stream it stopped reading) or sends GOAWAY ends its streams with "peer closed connection" /
+    "HTTP/2 connection closed: ...", the same words as an upstream that does so: the side is
+    told by the client connection's state (no longer readable once the client has closed it).
+    """
+    low = msg.lower()
+    if "client disconnected" in low or "by client" in low:
+        return True
+    return not (flow.client_conn.state & ConnectionState.CAN_READ)

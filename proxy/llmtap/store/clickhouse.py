@@ -19,17 +19,24 @@ class ClickHouseURLError(ValueError):
 def parse_url(url: str) -> dict[str, Any]:
     u = urlsplit(url)
     if u.scheme not in ("clickhouse", "clickhouses"):
-        raise ClickHouseURLError(f"not a clickhouse:// URL: {url!r}")
+        raise ClickHouseURLError(f"not a clickhouse:// URL: {u.scheme}://…")
     if not u.hostname:
-        raise ClickHouseURLError("clickhouse:// URL needs a host, e.g. clickhouse://user:pass@host:8123/db")
+        raise ClickHouseURLError("--store: a clickhouse:// URL needs a host, e.g. clickhouse://user:pass@host:8123/db")
+    try:
+        port = u.port
+    except ValueError:
+        bad = u.netloc.rpartition("@")[2].rpartition(":")[2]  # never echo the password
+        raise ClickHouseURLError(
+            f"--store: invalid port {bad!r} in the clickhouse:// URL: use clickhouse://user:pass@host:8123/db"
+        ) from None
     db = u.path.strip("/") or DEFAULT_DB
     if not DB_NAME_RE.match(db):
-        raise ClickHouseURLError(f"invalid database name {db!r}")
+        raise ClickHouseURLError(f"--store: invalid database name {db!r} (letters, digits, _)")
     opts = dict(parse_qsl(u.query))
     secure = u.scheme == "clickhouses"
     return {
         "host": u.hostname,
-        "port": u.port or (8443 if secure else 8123),
+        "port": port or (8443 if secure else 8123),
         "username": unquote(u.username or "default"),
         "password": unquote(u.password or ""),
         "database": db,
@@ -39,7 +46,7 @@ def parse_url(url: str) -> dict[str, Any]:
     }
 
 
-def _connect(cfg: dict[str, Any], database: str, connect_timeout: float, receive_timeout: float) -> Any:
+def _connect(cfg: dict[str, Any], database: str | None, connect_timeout: float, receive_timeout: float) -> Any:
     import clickhouse_connect
 
     kw: dict[str, Any] = {}
@@ -63,7 +70,10 @@ class ClickHouseBackend:
     """The writer's connection, and a read connection of its own for admin queries: with the
     credentials of ``read_url`` when given (a user with ``SELECT`` on the llmtap database only,
     see docs/security.md), ``readonly = 1`` and :class:`~llmtap.store.readonly.QueryLimits` on
-    every query, a query id to cancel it by."""
+    every query, a query id to cancel it by.
+
+    ``read_only`` (the read commands, with ``writer=False``): the schema is neither created nor
+    upgraded (a reader may lack the grants); a database without llmtap's tables is refused."""
 
     def __init__(
         self,
@@ -73,11 +83,13 @@ class ClickHouseBackend:
         read_url: str = "",
         limits: QueryLimits = LIMITS,
         writer: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.cfg = parse_url(url)
         self.read_cfg = parse_url(read_url) if read_url else self.cfg
         if self.read_cfg["database"] != self.cfg["database"]:
             raise ClickHouseURLError("the read URL must name the same database as --store")
+        self.read_only = read_only
         self.retention = retention or {}
         self.limits = limits
         self.db = self.cfg["database"]
@@ -102,14 +114,25 @@ class ClickHouseBackend:
 
     def _ensure(self) -> Any:
         if self._client is None:
-            self._client = _connect(self.cfg, "default", self._connect_timeout, 30)
+            self._client = _connect(self.cfg, None, self._connect_timeout, 30)
         if not self._schema_ready:
-            self.apply_schema()
+            if self.read_only:
+                self._check_schema()
+            else:
+                self.apply_schema()
+        # Every later request runs in the store's database: the read paths (``sql``, ``report``,
+        # ``check-cost``, the viewer) name tables unqualified, as they do on the embedded store.
+        self._client.database = self.db
         return self._client
 
     def apply_schema(self) -> None:
-        """Versioned and idempotent (see :func:`llmtap.store.schema.apply_schema`)."""
+        """Versioned and idempotent (see :func:`llmtap.store.schema.apply_schema`).
+
+        Runs in the user's default database (the store's may not exist yet); every statement
+        names its database.
+        """
         c = self._client
+        c.database = None
         apply_schema(c.command, c.command, self.db)
         for table, days in self.retention.items():
             try:
@@ -117,6 +140,16 @@ class ClickHouseBackend:
             except Exception as e:
                 if days > 0 or "TTL" not in str(e):  # removing an absent TTL is fine
                     raise
+        self._schema_ready = True
+
+    def _check_schema(self) -> None:
+        c = self._client
+        c.database = None
+        if str(c.command(f"EXISTS TABLE {self.db}.llm_calls")).strip() != "1":
+            raise ClickHouseURLError(
+                f"no llmtap tables in database {self.db!r} on {self.cfg['host']}:{self.cfg['port']} "
+                "(a sidecar writing there creates them, or: llmtap schema --apply --store URL)"
+            )
         self._schema_ready = True
 
     def _reset(self) -> None:
@@ -175,7 +208,16 @@ class ClickHouseBackend:
         with self._read_lock:
             if self._read_clients:
                 return self._read_clients.pop()
-        return _connect(self.read_cfg, self.db, self._connect_timeout, self.limits.max_execution_time + 10)
+        c = _connect(self.read_cfg, self.db, self._connect_timeout, self.limits.max_execution_time + 10)
+        if self.read_only and not self._schema_ready:
+            if str(c.command(f"EXISTS TABLE {self.db}.llm_calls")).strip() != "1":
+                c.close()
+                raise ClickHouseURLError(
+                    f"no llmtap tables in database {self.db!r} on {self.cfg['host']}:{self.cfg['port']} "
+                    "(a sidecar writing there creates them, or: llmtap schema --apply --store URL)"
+                )
+            self._schema_ready = True
+        return c
 
     def _release(self, client: Any) -> None:
         with self._read_lock:

@@ -24,14 +24,21 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds an embedded store (chDB keeps its catalogue in ``metadata/``)."""
+    return (path / "metadata").is_dir()
+
+
 def open_backend(
-    url: str, retention: dict[str, int] | None = None, read_url: str = "", reads_only: bool = False
+    url: str, retention: dict[str, int] | None = None, read_url: str = "", *, for_reading: bool = False
 ) -> Backend | None:
     """The backend for a store URL; ``none`` means no store (OTLP export only).
 
     ``read_url`` (``--read-store``) names the credentials of every read path of a ClickHouse
     server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
-    ``reads_only`` (the read commands): a server store is not connected as the writer at all.
+    ``for_reading`` (the read commands): never create a store, and a server store is not connected
+    as the writer at all. An embedded path that holds none and a server database without llmtap's
+    tables are refused with a :class:`StoreURLError`.
     """
     if url.strip().lower() == "none":
         return None
@@ -41,12 +48,17 @@ def open_backend(
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
-        return ChdbBackend(chdb_path(url), DEFAULT_DB, retention)
+        path = chdb_path(url)
+        if for_reading and not is_store(path):
+            raise StoreURLError(f"no llmtap store in {path}")
+        return ChdbBackend(path, DEFAULT_DB, retention)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
-            return ClickHouseBackend(url, retention=retention, read_url=read_url, writer=not reads_only)
+            return ClickHouseBackend(
+                url, retention=retention, read_url=read_url, writer=not for_reading, read_only=for_reading
+            )
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
     raise StoreURLError(

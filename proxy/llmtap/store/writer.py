@@ -94,6 +94,7 @@ class StoreWriter:
         self.written = 0
         # A store that did not answer at start is not ok until the first batch reaches it.
         self.failing_since: float | None = None if getattr(backend, "ready", True) else time.monotonic()
+        self._last_insert_ok: bool | None = None  # None: nothing written yet
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
 
@@ -159,6 +160,14 @@ class StoreWriter:
     def queued(self) -> int:
         return self.spool.unsent() + len(self._backlog)
 
+    def store_ok(self) -> bool | None:
+        """``/healthz`` ``store_ok``: False while :meth:`ok` is not (the store fails, records wait outside the
+        spool or were lost, a store away at start has not answered yet); else ``None`` until the first insert,
+        then True."""
+        if not self.ok():
+            return False
+        return self._last_insert_ok
+
     def _sleep(self, seconds: float) -> None:
         self._wake.wait(seconds)
         self._wake.clear()
@@ -217,6 +226,7 @@ class StoreWriter:
                 rejected = self._insert(batch.rows, batch.token)
             except Exception as e:
                 self._error("store_unavailable", e)
+                self._last_insert_ok = False
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
                     log.warning("store unavailable (%s); records are kept in the spool and retried", e)
@@ -232,6 +242,7 @@ class StoreWriter:
             if self.failing_since is not None:
                 log.info("store back after %.1fs", time.monotonic() - self.failing_since)
                 self.failing_since = None
+            self._last_insert_ok = True
             backoff = 0.5
             waiting_since = None
             self.dropped_since_ok = bool(self._backlog) and self.dropped_since_ok

@@ -3,7 +3,7 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database``, ``default_format``, basic or
+``database`` (else the user's default database, per request), ``default_format``, basic or
 X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
@@ -71,6 +71,7 @@ def main() -> None:
     from chdb import session
 
     sess = session.Session(args.path)
+    default_db = bytes(sess.query("SELECT currentDatabase()", "TSV").bytes()).decode().strip() or "default"
     lock = threading.Lock()
     reader: Any = None
     read_lock = threading.Lock()
@@ -164,8 +165,9 @@ def main() -> None:
                 run_on, run_lock = sess, lock
             with run_lock:
                 try:
-                    if params.get("database"):
-                        run_on.query(f"USE {params['database']}")
+                    # Each request runs in its ``database`` parameter, else the user's default one, as on
+                    # a server: the shared session must not carry one request's database into the next.
+                    run_on.query(f"USE {params.get('database') or default_db}")
                     applied = []
                     for k, v in settings.items():
                         try:

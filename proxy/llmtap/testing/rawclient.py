@@ -26,7 +26,12 @@ class ProxyRefused(ConnectionError):
 
 
 def tls_socket(
-    host: str, port: int, cafile: Path, proxy: tuple[str, int] | None, proxy_auth: str = ""
+    host: str,
+    port: int,
+    cafile: Path,
+    proxy: tuple[str, int] | None,
+    proxy_auth: str = "",
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl.SSLSocket:
     if proxy is not None:
         sock = socket.create_connection(proxy, timeout=30)
@@ -49,7 +54,7 @@ def tls_socket(
     else:
         sock = socket.create_connection((host, port), timeout=30)
     ctx = ssl.create_default_context(cafile=str(cafile))
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(list(alpn))
     return ctx.wrap_socket(sock, server_hostname=host)
 
 

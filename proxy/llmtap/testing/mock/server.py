@@ -9,7 +9,8 @@ valid for the providers' host names (issued by its own CA, written to
 A scenario is picked by the ``x-mock-scenario`` request header, else by a model
 name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
 events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
-of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``), ``x-mock-stamp: 1`` prefixes each event
+of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``; the completion tokens reported), ``x-mock-prompt-tokens``
+the prompt tokens an OpenAI chat or Anthropic reply reports, ``x-mock-stamp: 1`` prefixes each event
 with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
 requests received (to check what reached "upstream"). ``x-mock-replay: <provider>/<name>.<ext>``
 serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
@@ -80,6 +81,9 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         events = headers.get("x-mock-events") or os.environ.get("LLMTAP_MOCK_EVENTS")
         if events:  # benchmarks: stream length
             body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
+        prompt = headers.get("x-mock-prompt-tokens")
+        if prompt:  # the demo: realistic prompt sizes in the reported usage
+            body = {**body, "_mock_prompt_tokens": max(1, min(int(prompt), 10_000_000))}
         reply = handler(path, body, scenario or "default")
         delay = headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS")
         if delay:  # per request, or a default for clients that cannot send headers (gateways)
