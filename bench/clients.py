@@ -18,6 +18,7 @@ import ssl
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from llmtap.testing.rawclient import request, tls_socket
 
@@ -46,6 +47,8 @@ class Path_:
         self.name, self.proxy, self.cafile, self.pid = name, proxy, cafile, pid
         self.plain_port, self.plain_path, self.origin_port = plain_port, plain_path, origin_port
         self.pool: queue.SimpleQueue[_Conn] = queue.SimpleQueue()  # kept-alive connections, reused across rounds
+        self.rss_only = False  # measured for its footprint only
+        self.sidecar: Any = None  # llmtap's harness handle (its admin API), for llmtap's paths
 
     @property
     def gateway(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DIRECT, BARE = "direct", "bare mitmproxy"
 EMBEDDED, SERVER = "llmtap (embedded store)", "llmtap (OTLP + ClickHouse-HTTP)"
+SERVER_ONLY = "llmtap (ClickHouse-HTTP store, no OTLP)"
 BASE_URL_PATH, LITELLM_PATH = "llmtap base-URL mode (plain HTTP)", "LiteLLM proxy (plain HTTP)"
 OURS = (EMBEDDED, SERVER)
 STREAM_EVENTS, STREAM_GAP_MS = 64, 20  # the stream suite: 64 deltas 20 ms apart
@@ -61,6 +62,7 @@ def render(r: dict[str, Any]) -> str:
             f"{x['uncompressed'] / max(x['rows'], 1):.0f} |"
             for t, x in r["bytes_per_row"].items()
         ]
+    lines += _own_cost(r) + _scale(r)
     if r.get("profile"):
         lines += [
             "",
@@ -163,6 +165,72 @@ def _fresh_latency(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _own_cost(r: dict[str, Any]) -> list[str]:
+    oc = r.get("overhead") or {}
+    if not oc:
+        return []
+    out = [
+        "",
+        "## llmtap's own cost per call in this run (`llmtap_overhead_seconds` on each sidecar's /metrics)",
+        "",
+        "Time llmtap's own code spent on the proxy's event loop per call (its hooks and the side parser on every "
+        "chunk), over every call of the run; the worker thread's record building, pricing and store writes are "
+        "not on the traffic's path and not counted.",
+        "",
+        "| sidecar | calls | mean (ms) | calls under 1 ms |",
+        "|---|---|---|---|",
+    ]
+    for name, x in oc.items():
+        n = x["overhead_count"]
+        mean = x["overhead_sum_s"] / n * 1000 if n else float("nan")
+        share = f"{x['le_0.001'] / n:.1%}" if n else "n/a"
+        out.append(f"| {name} | {x['calls']:,.0f} | {_ms(mean)} | {share} |")
+    return out
+
+
+SCALE_RATES = (1_000, 10_000, 100_000)
+BATCH = 10_000  # spans per collector batch → one insert per table
+
+
+def _scale(r: dict[str, Any]) -> list[str]:
+    """Fleet sizing from this run's numbers: CPU per call, bytes per call on disk and on the wire, insert rate."""
+    tp, bpr = _tp(r), r.get("bytes_per_row") or {}
+    if "otel_traces" not in bpr:
+        return []
+    calls = bpr["otel_traces"]["rows"]
+    disk = sum(bpr[t]["compressed"] for t in ("otel_traces", "llm_calls", "llm_calls_hourly") if t in bpr) / calls
+    per_core = {n: 100 / tp[(n, 128, "kept")][1] for n in OURS if (tp.get((n, 128, "kept")) or (0, 0))[1]}
+    server_calls = (r.get("overhead") or {}).get(SERVER, {}).get("calls", 0)
+    span = r["otlp"]["bytes"] / server_calls if r.get("otlp") and server_calls else float("nan")
+    ingest = r["ingest"].get("chDB (embedded)", float("nan"))
+    out = [
+        "",
+        "## Scale, computed from this run",
+        "",
+        "Per core: 100 / (the sidecar's CPU seconds per 100 kept-alive 5-event streams at 128 concurrent). "
+        f"Per call on disk: {disk:,.0f} bytes compressed (`otel_traces` + `llm_calls` + the hourly rollup, "
+        f"{calls:,} synthetic calls after merges). On the wire to a collector: {span:,.0f} bytes of OTLP/protobuf "
+        f"per span. One insert stream of the engine here: {ingest:,.0f} rows/s (batches of 10,000, all views).",
+        "",
+        "| store | calls/s per core |",
+        "|---|---|",
+    ]
+    out += [f"| {n} | {v:,.0f} |" for n, v in per_core.items()]
+    sc = per_core.get(SERVER, float("nan"))
+    out += [
+        "",
+        "| fleet calls/s | sidecar cores (server route) | OTLP MB/s into collectors | collector batches/s "
+        f"({BATCH:,} spans) | insert streams at this run's rate | disk GB/day (compressed) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rate in SCALE_RATES:
+        out.append(
+            f"| {rate:,} | {rate / sc:,.1f} | {rate * span / 1e6:,.1f} | {rate / BATCH:,.1f} | "
+            f"{rate / ingest:,.2f} | {rate * 86400 * disk / 1e9:,.0f} |"
+        )
+    return out
+
+
 def budget(r: dict[str, Any]) -> list[str]:
     """The performance budget of issue #18 (kept-alive clients, one alternating run), checked against this run."""
     s, tp = r["streams"], _tp(r)
@@ -186,7 +254,7 @@ def budget(r: dict[str, Any]) -> list[str]:
             rows.append(
                 (f"{BASE_URL_PATH}: added {what} p50 below LiteLLM's ({ll:+.2f} ms)", f"{ours:+.2f} ms", ours < ll)
             )
-    for name, limit in ((EMBEDDED, 250), (SERVER, 120)):
+    for name, limit in ((EMBEDDED, 250), (SERVER_ONLY, 120), (SERVER, 120)):
         if name in r["rss"]:
             mb = r["rss"][name]
             rows.append((f"{name}: RSS ≤ {limit} MB at 200 streams", f"{mb:.0f} MB", mb <= limit))

@@ -47,6 +47,7 @@ from report import (
     EMBEDDED,
     LITELLM_PATH,
     SERVER,
+    SERVER_ONLY,
     STREAM_EVENTS,
     STREAM_GAP_MS,
     render,
@@ -59,8 +60,13 @@ Stream = Callable[[Path_, int, int, str], tuple[float, list[float]]]
 
 
 class OtlpSink(BaseHTTPRequestHandler):
+    received = [0, 0]  # bytes, requests: the OTLP export's size on the wire
+
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        n = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(n)
+        OtlpSink.received[0] += n
+        OtlpSink.received[1] += 1
         self.send_response(200)
         self.end_headers()
 
@@ -115,6 +121,7 @@ def start_paths(
     sc = start_sidecar(tmp / "llmtap", mock, env=sidecar_env)
     procs.append(sc.proc)
     paths.append(Path_(EMBEDDED, ("127.0.0.1", sc.listen), sc.data_dir / "ca/mitmproxy-ca-cert.pem", sc.proc.pid))
+    paths[-1].sidecar = sc
     paths.append(
         Path_(BASE_URL_PATH, None, mock.ca, sc.proc.pid, plain_port=sc.listen, plain_path="/openai/v1/chat/completions")
     )
@@ -143,6 +150,15 @@ def start_paths(
             sc2.proc.pid,
         )
     )
+    paths[-1].sidecar = sc2
+    # The server store alone (no OTLP exporter), for the footprint: the store and the exporter are separate options.
+    sc3 = start_sidecar(
+        tmp / "llmtap3", mock, "--store", f"clickhouse://default:@127.0.0.1:{ch_port}/llmtap", env=sidecar_env
+    )
+    procs.append(sc3.proc)
+    store_only = Path_(SERVER_ONLY, ("127.0.0.1", sc3.listen), sc3.data_dir / "ca/mitmproxy-ca-cert.pem", sc3.proc.pid)
+    store_only.rss_only, store_only.sidecar = True, sc3
+    paths.append(store_only)
     if litellm:
         port = free_port()
         cfg = tmp / "litellm.yaml"
@@ -279,11 +295,31 @@ def peak_rss(p: Path_, conc: int) -> float:
     return peak
 
 
+def own_cost(sc: Any) -> dict[str, float]:
+    """Calls served and llmtap's own event-loop time per call (``llmtap_overhead_seconds``), from /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, body = sc.admin_request("GET", "/metrics")
+    got: dict[str, float] = {"calls": 0.0, "overhead_count": 0.0, "overhead_sum_s": 0.0, "le_0.001": 0.0}
+    for fam in text_string_to_metric_families(body.decode()):
+        for smp in fam.samples:
+            if smp.name == "llmtap_requests_total":
+                got["calls"] += smp.value
+            elif smp.name == "llmtap_overhead_seconds_count":
+                got["overhead_count"] += smp.value
+            elif smp.name == "llmtap_overhead_seconds_sum":
+                got["overhead_sum_s"] += smp.value
+            elif smp.name == "llmtap_overhead_seconds_bucket" and smp.labels.get("le") == "0.001":
+                got["le_0.001"] += smp.value
+    return got
+
+
 def measure(paths: list[Path_], q: bool, profile_to: str) -> dict[str, Any]:
     results: dict[str, Any] = {"throughput": []}
     print("stream suite…", file=sys.stderr)
-    results["streams"] = stream_suite(paths, 2 if q else 25, 8 if q else STREAM_EVENTS)
-    proxies = [p for p in paths if not p.gateway]
+    measured = [p for p in paths if not p.rss_only]
+    results["streams"] = stream_suite(measured, 2 if q else 25, 8 if q else STREAM_EVENTS)
+    proxies = [p for p in measured if not p.gateway]
     for call in (kept, fresh):
         for conc in (32, 128):
             c = min(conc, 8) if q else conc
@@ -294,7 +330,13 @@ def measure(paths: list[Path_], q: bool, profile_to: str) -> dict[str, Any]:
         close_pool(p)
     print("latency (a new connection per stream)…", file=sys.stderr)
     results["latency"] = fresh_latency(proxies, 3 if q else 40)
-    results["rss"] = {p.name: peak_rss(p, 20 if q else 200) for p in proxies if p.pid}
+    for p in paths:
+        if p.rss_only:  # the load the other paths have seen by now (RSS keeps its high-water mark)
+            throughput(p, kept, 8 if q else 128, 16 if q else 512)
+            close_pool(p)
+    results["rss"] = {p.name: peak_rss(p, 20 if q else 200) for p in paths if p.pid and not p.gateway}
+    results["overhead"] = {p.name: own_cost(p.sidecar) for p in paths if p.sidecar is not None}
+    results["otlp"] = {"bytes": OtlpSink.received[0], "requests": OtlpSink.received[1]}
     if profile_to:
         target = next(p for p in paths if p.name == SERVER)
         results["profile"] = profile(target.pid or 0, lambda: [throughput(target, kept, 32, 64)], Path(profile_to))
@@ -318,6 +360,9 @@ def main() -> int:
     mock = start_mock(tmp / "mock")
     paths, procs = start_paths(tmp, mock, "" if q else args.litellm)
     results: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    from llmtap.intercept.mitm import event_loop_factory
+
+    results["loop"] = "uvloop" if event_loop_factory() is not None else "asyncio"  # what the sidecars run on
     try:
         results |= measure(paths, q, args.profile)
     finally:
