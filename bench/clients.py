@@ -67,13 +67,13 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its descendants, MB."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of ``pid`` and its descendants, MB (``RssAnon``: its anonymous part, not file-backed)."""
     total = 0
     for p in [pid, *descendants(pid)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     total += int(line.split()[1])
         except OSError:
             continue

@@ -28,6 +28,10 @@ def _ms(x: float | None, sign: str = "") -> str:
     return f"{x:{sign}.2f}" if _measured(x) else "n/a"
 
 
+def _mb(x: float | None) -> str:
+    return f"{x:.0f}" if _measured(x) else "n/a"
+
+
 def _tp(r: dict[str, Any]) -> dict[tuple[str, int, str], tuple[float, float | None]]:
     return {(name, conc, mode): (rate, cpu) for name, conc, mode, rate, cpu in r["throughput"]}
 
@@ -46,7 +50,15 @@ def render(r: dict[str, Any]) -> str:
     if any("| n/a |" in line for line in lines):
         lines += ["", "n/a: not measured (a path that did not return the stamped events this number is read from)."]
     lines += ["", "## Peak RSS with 200 concurrent streams (each path's processes, all counted)", ""]
-    lines += ["| path | peak RSS (MB) |", "|---|---|"] + [f"| {k} | {v:.0f} |" for k, v in r["rss"].items()]
+    anon = r.get("rss_anon", {})
+    lines += [
+        "RSS counts the file-backed pages of the code that ran (chDB's engine is a 530 MB shared library) as well "
+        "as anonymous memory (heaps, stacks, caches), which is what a memory limit cannot reclaim.",
+        "",
+        "| path | peak RSS (MB) | of which anonymous (MB) |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {v:.0f} | {_mb(anon.get(k))} |" for k, v in r["rss"].items()]
     lines += ["", "## Store ingest", "", "| store | rows/s |", "|---|---|"]
     lines += [f"| {k} | {v:,.0f} |" for k, v in r["ingest"].items()]
     if r.get("bytes_per_row"):

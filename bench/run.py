@@ -274,16 +274,17 @@ def throughput_rounds(
     }
 
 
-def peak_rss(p: Path_, conc: int) -> float:
+def peak_rss(p: Path_, conc: int) -> tuple[float, float]:
+    """(peak RSS, peak anonymous RSS) in MB of the path's processes while ``conc`` streams run at once."""
     assert p.pid
     pid = p.pid
-    peak = rss_mb(pid)
+    peak, anon = rss_mb(pid), rss_mb(pid, "RssAnon")
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, anon
         while not done.is_set():
-            peak = max(peak, rss_mb(pid))
+            peak, anon = max(peak, rss_mb(pid)), max(anon, rss_mb(pid, "RssAnon"))
             time.sleep(0.05)
 
     th = threading.Thread(target=sample)
@@ -292,7 +293,7 @@ def peak_rss(p: Path_, conc: int) -> float:
         list(pool.map(lambda _: fresh(p, 20, 50), range(conc)))
     done.set()
     th.join()
-    return peak
+    return peak, anon
 
 
 def own_cost(sc: Any) -> dict[str, float]:
@@ -334,7 +335,9 @@ def measure(paths: list[Path_], q: bool, profile_to: str) -> dict[str, Any]:
         if p.rss_only:  # the load the other paths have seen by now (RSS keeps its high-water mark)
             throughput(p, kept, 8 if q else 128, 16 if q else 512)
             close_pool(p)
-    results["rss"] = {p.name: peak_rss(p, 20 if q else 200) for p in paths if p.pid and not p.gateway}
+    rss = {p.name: peak_rss(p, 20 if q else 200) for p in paths if p.pid and not p.gateway}
+    results["rss"] = {name: mb for name, (mb, _) in rss.items()}
+    results["rss_anon"] = {name: anon for name, (_, anon) in rss.items()}
     results["overhead"] = {p.name: own_cost(p.sidecar) for p in paths if p.sidecar is not None}
     results["otlp"] = {"bytes": OtlpSink.received[0], "requests": OtlpSink.received[1]}
     if profile_to:
