@@ -112,9 +112,9 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The proxy's event loop: uvloop when it is installed (mitmproxy runs on it unchanged), else asyncio's;
-    ``LLMTAP_EVENT_LOOP=asyncio`` keeps asyncio's."""
-    if os.environ.get("LLMTAP_EVENT_LOOP", "").lower() == "asyncio":
+    """The proxy's event loop: asyncio's; ``LLMTAP_EVENT_LOOP=uvloop`` runs mitmproxy on uvloop instead (when
+    installed; not a dependency: see docs/performance.md for what it measured)."""
+    if os.environ.get("LLMTAP_EVENT_LOOP", "").lower() != "uvloop":
         return None
     try:
         import uvloop
