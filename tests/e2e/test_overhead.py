@@ -13,7 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 pytestmark = pytest.mark.timeout(180)
 
 EVENTS = 10  # content events per stream (the mock adds a role chunk, a finish chunk, usage and [DONE])
-TEE_DELAY_MS = 5  # injected before each event the tee hands to the adapter
+TEE_DELAY_MS = 10  # injected before each event the tee hands to the adapter
+INJECTED_MS = EVENTS * TEE_DELAY_MS  # at least this much per call with the delay injected
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +96,9 @@ def test_overhead_is_near_zero_on_a_plain_call(plain: Sidecar, otlp: OtlpReceive
     rows = [plain.row(sid) for sid in streamed_calls(plain, 5)]
     values = sorted(r["overhead_ms"] for r in rows)
     assert all(v > 0 for v in values), values  # measured, not left NULL
-    # A tiny fraction of one injected delay per event: hooks and a JSON parse per chunk take microseconds.
-    assert values[len(values) // 2] < 2.0, values
+    # Hooks and a JSON parse per chunk take microseconds (~0.3 ms per call on an idle machine): under a tenth of
+    # what the injected delay adds, even on a loaded one (the figure is the loop's wall time in llmtap's code).
+    assert values[len(values) // 2] < INJECTED_MS / 10, values
     assert all(r["overhead_ms"] < r["duration_ms"] for r in rows)
     check_exported(plain, otlp, rows, before)
 
@@ -107,7 +109,7 @@ def test_overhead_grows_with_a_delay_injected_in_the_tee(slow: Sidecar, otlp: Ot
     for row in rows:
         assert row["outcome"] == "ok" and row["content_events"] == EVENTS
         # every content event waited TEE_DELAY_MS inside the tee (the role/finish/usage chunks too)
-        assert row["overhead_ms"] >= EVENTS * TEE_DELAY_MS, row["overhead_ms"]
+        assert row["overhead_ms"] >= INJECTED_MS, row["overhead_ms"]
         assert row["overhead_ms"] < row["duration_ms"]
     check_exported(slow, otlp, rows, before)
     assert overhead_histogram(slow)[2] - before[2] == len(rows)  # each observed over 50 ms
