@@ -20,15 +20,26 @@ from typing import Any
 from . import __version__
 from .admin.server import AdminServer, AdminState
 from .capture import TokenEstimator
+from .capture.batch import BatchExpander
+from .durations import parse_duration
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
-from .pipeline import Enricher, Pipeline, RecordSink
+from .pipeline import Enricher, Expander, Pipeline, RecordSink
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
-from .telemetry import ContentCapture, LogSink, Metrics, MetricsSink, Pricer, load_price_file
+from .telemetry import (
+    CacheMissAnalyzer,
+    ContentCapture,
+    LogSink,
+    Metrics,
+    MetricsSink,
+    Pricer,
+    RetryDetector,
+    load_price_file,
+)
 
 log = logging.getLogger("llmtap")
 
@@ -134,6 +145,24 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
     return faults.adapter_factory(), faults.sinks()
 
 
+def _analysis(cfg: RunConfig, metrics: Metrics) -> tuple[list[Enricher], list[Expander]]:
+    """What the worker adds to each record: a batch download's items, the price, retries, cache misses,
+    content. ``LLMTAP_TEST_CACHE_TTL`` (tests only: a duration) stands for the providers' 5-minute cache
+    TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
+    pricer = Pricer(
+        load_price_file(cfg.prices) if cfg.prices else [],
+        on_lookup=lambda result: metrics.price_lookups.labels(result).inc(),
+    )
+    cache = CacheMissAnalyzer(pricer.cache_read_saving)
+    if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
+        cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
+        cache.ttl_1h_s = cache.ttl_5m_s * 12
+    enrichers: list[Enricher] = [pricer, RetryDetector(), cache]
+    if cfg.capture_content:
+        enrichers.append(ContentCapture())
+    return enrichers, [BatchExpander()]
+
+
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
@@ -173,10 +202,8 @@ def build(cfg: RunConfig) -> Sidecar:
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
     elif backend is None:
         raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
-    enrichers: list[Enricher] = [Pricer(load_price_file(cfg.prices) if cfg.prices else [])]
-    if cfg.capture_content:
-        enrichers.append(ContentCapture())
-    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
+    enrichers, expanders = _analysis(cfg, metrics)
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
         pipeline,
