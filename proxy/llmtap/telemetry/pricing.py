@@ -197,14 +197,15 @@ class GenaiQuote(Quote):
 
 
 def price_context(r: CallRecord) -> dict[str, str]:
-    """genai-prices' request context: the served tier, and batch processing."""
-    ctx: dict[str, str] = {}
+    """genai-prices' request context: batch processing, else the served tier.
+
+    A batch item's body still names a tier (OpenAI's say ``default``), but a batch is billed at the
+    batch price alone: genai-prices resolves each price from the first matching variant, and a
+    ``service_tier = default`` variant would hide the batch one."""
     tier = r.service_tier.lower()
-    if tier and tier != "batch":
-        ctx["service_tier"] = tier
     if r.billing == "batch" or tier == "batch":
-        ctx["processing"] = "batch"
-    return ctx
+        return {"processing": "batch"}
+    return {"service_tier": tier} if tier else {}
 
 
 class Pricer:

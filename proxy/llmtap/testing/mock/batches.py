@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import time
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
@@ -107,6 +108,7 @@ def _output_line(i: int, line: dict[str, Any]) -> dict[str, Any]:
     url = str(line.get("url") or "/v1/chat/completions")
     reply = openai.openai_embeddings(body, "") if url.endswith("/embeddings") else openai.openai_chat(body, "default")
     answer = json.loads(b"".join(reply.chunks))
+    answer["created"] = int(time.time())  # run when the batch was created (not the fixed time of direct replies)
     return {
         "id": f"batch_req_{i}",
         "custom_id": line.get("custom_id"),
