@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dashboard_kit import Board, F, T, W
 
+from llmtap.admin.queries import cache_misses_sql, failed_attempts_sql, unpriced_models_sql
+
 
 def overview() -> Board:
     b = Board("llmtap-overview", "LLM overview", ["overview"])
@@ -167,6 +169,23 @@ FROM llm_calls WHERE {W} AND user_id != '' GROUP BY user_id, tenant ORDER BY cos
         "Spend by API key",
         f"""SELECT api_key_id, provider, count() AS calls, round(sum(cost_usd), 4) AS cost_usd
 FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    b.table(
+        "Unpriced models",
+        unpriced_models_sql(W),
+        description="Models with usage but no known price, and their call count: add them to a price file (--prices)",
+    )
+    b.table(
+        "Spend and time on failed attempts",
+        failed_attempts_sql(W),
+        description="Retried requests (attempt > 1): what their failed attempts cost and how long they took. "
+        "quota_429_retried_more_than_once: quota 429s retried again and again, which never helps",
+        w=24,
+    )
+    b.table(
+        "Cache misses by reason, and their cost",
+        cache_misses_sql(W),
+        description="Prompt-cache misses (cache_miss_reason) and what each cost over a warm cache",
     )
     return b
 

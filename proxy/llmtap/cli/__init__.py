@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 
 from ..telemetry.logs import setup_logging
-from . import execcmd, query, tools
+from . import execcmd, query, reconcile, tools
 from .parser import build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -15,6 +15,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sql": query.cmd_sql,
     "report": query.cmd_report,
     "check-cost": query.cmd_check_cost,
+    "reconcile": reconcile.cmd_reconcile,
     "schema": tools.cmd_schema,
     "ca": tools.cmd_ca,
     "env": tools.cmd_env,

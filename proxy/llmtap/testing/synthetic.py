@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..record import CallRecord, ErrorType
+from ..record import CacheMissReason, CallRecord, ErrorType
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
 
@@ -60,6 +60,8 @@ def generate(
     """``steady``: uniform times, constant token counts, no errors — for deterministic baselines."""
     rnd = random.Random(seed)
     who = random.Random(seed + 1)  # the calling tool and plan: its own draws, the rest stays as it was
+    dims = random.Random(seed + 2)  # the cost dimensions (unpriced models, retries, cache misses): their own too
+    storm: dict[str, int] = {}  # api key → attempts of the retry storm so far
     pricer = pricer or Pricer()
     weights = [m[4] for m in MODELS]
     for _ in range(n):
@@ -142,7 +144,9 @@ def generate(
         if roll > 0.995:  # a retry storm: the same request over and over
             r.request_hash = "f" * 32
         _caller(r, who)
+        _cost_dims(r, dims, storm, steady)
         pricer.apply(r)
+        _cache_miss(r, dims, pricer, steady)
         if regression and r.feature == regression.feature and ts > end - regression.window_s and r.cost_usd is not None:
             r.input_tokens = int(r.input_tokens * regression.factor)
             r.output_tokens = int(r.output_tokens * regression.factor)
@@ -150,6 +154,46 @@ def generate(
             r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
             r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
         yield r
+
+
+def _cost_dims(r: CallRecord, rnd: random.Random, storm: dict[str, int], steady: bool) -> None:
+    """A model no price source knows (0.5% of calls), and the retry storm as what it usually is: a
+    quota 429 retried again and again (``attempt`` counting up per key)."""
+    if steady:
+        return
+    if r.operation == "chat" and rnd.random() < 0.005:
+        r.request_model = r.response_model = "ft:internal-preview-" + ("a" if r.provider == "openai" else "b")
+    if r.request_hash == "f" * 32:
+        n = storm[r.api_key_id] = storm.get(r.api_key_id, 0) + 1
+        r.attempt = n
+        if rnd.random() < 0.9:
+            r.outcome, r.error_type, r.error_code, r.status_code = "error", "quota_exhausted", "insufficient_quota", 429
+            r.error_message = "You exceeded your current quota"
+            r.input_tokens = r.output_tokens = r.cache_read_tokens = r.cache_write_tokens = r.reasoning_tokens = 0
+            r.usage_source, r.ttft_ms, r.decode_ms, r.content_events, r.finish_reason = "none", None, None, 0, ""
+            r.itl_p50_ms = r.itl_p95_ms = r.itl_max_ms = r.output_tokens_per_s = None
+
+
+_MISSES: tuple[CacheMissReason, ...] = (
+    "tools_changed",
+    "system_changed",
+    "history_changed",
+    "ttl_expired",
+    "model_changed",
+    "unknown",
+)
+
+
+def _cache_miss(r: CallRecord, rnd: random.Random, pricer: Pricer, steady: bool) -> None:
+    """Anthropic calls that write the cache: a first call or a miss (a reason, priced as the
+    forensics price it); the others of a caching session: hits."""
+    if steady or r.provider != "anthropic" or r.outcome != "ok":
+        return
+    if r.cache_write_tokens:
+        r.cache_miss_reason = "first_call" if rnd.random() < 0.3 else rnd.choice(_MISSES)
+        r.cache_miss_cost_usd = pricer.cache_read_saving(r, r.cache_write_tokens)
+    elif r.cache_read_tokens:
+        r.cache_miss_cost_usd = 0.0
 
 
 def _caller(r: CallRecord, rnd: random.Random) -> None:
