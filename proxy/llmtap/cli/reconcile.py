@@ -73,7 +73,10 @@ def _ts(v: Any) -> float:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if isinstance(v, str):
-        return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        try:
+            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
     raise ReportError(f"a bucket time is not a timestamp: {v!r}")
 
 
