@@ -65,9 +65,9 @@ def test_anthropic_cost_file_tracked_vs_billed_and_min_capture(rec: Sidecar, tmp
         )
         expected += float(calc_price(usage, "claude-sonnet-4-5", provider_id="anthropic").total_price)
     rec.rows(f"session_id = '{sid}'", 2, timeout=10)
-    # The documented cost_report shape (tests/corpus/billing/anthropic_cost_report.json) for today,
+    # The documented cost_report shape (tests/unit/cli/fixtures/billing/anthropic_cost_report.json) for today,
     # billing what the two calls cost at list price divided by 0.95: llmtap saw 95% of the spend.
-    doc = json.loads((Path(__file__).parents[1] / "corpus/billing/anthropic_cost_report.json").read_text())
+    doc = json.loads((Path(__file__).parents[1] / "unit/cli/fixtures/billing/anthropic_cost_report.json").read_text())
     day = int(time.time()) // 86400 * 86400
     bucket = doc["data"][0]
     bucket["starting_at"] = datetime.fromtimestamp(day, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,5 +1,5 @@
 """``llmtap reconcile``'s reading of the providers' cost reports (their documented example responses,
-tests/corpus/billing/PROVENANCE.md) and its comparison with what llmtap tracked."""
+tests/unit/cli/fixtures/billing/PROVENANCE.md) and its comparison with what llmtap tracked."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from llmtap.cli.reconcile import ALL, Billed, ReportError, compare, model_key, parse_anthropic, parse_openai
 
-BILLING = Path(__file__).resolve().parents[2] / "corpus" / "billing"
+BILLING = Path(__file__).resolve().parent / "fixtures" / "billing"
 
 
 def test_openai_documented_example() -> None:

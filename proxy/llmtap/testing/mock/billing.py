@@ -7,7 +7,7 @@ buckets ``{"object": "bucket", "start_time", "end_time", "results": [{"object":
 /v1/organizations/cost_report`` (``x-api-key``, ``anthropic-version``): buckets ``{"starting_at",
 "ending_at", "results": [{"amount" (cents, a decimal string), "currency", "cost_type",
 "description", "model", "service_tier", "token_type", "context_window", "workspace_id"}]}``.
-Shapes: the API references' example responses (see tests/corpus/billing/PROVENANCE.md).
+Shapes: the API references' example responses (see tests/unit/cli/fixtures/billing/PROVENANCE.md).
 """
 
 from __future__ import annotations
