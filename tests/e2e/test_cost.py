@@ -359,3 +359,40 @@ def test_anthropic_batch_results_are_one_row_per_item_at_batch_price(cost: Sidec
         )
         assert (row["batch_id"], row["api"], row["service_tier"]) == (batch.id, "anthropic.messages", "batch")
         assert row["cost_usd"] == pytest.approx(price(u, "claude-sonnet-4-5", "anthropic", processing="batch"))
+
+
+def test_cost_metrics(cost: Sidecar) -> None:
+    """llmtap_price_lookups_total{result}, llmtap_retry_attempts_total and llmtap_cache_miss_cost_usd_total
+    after calls whose outcome is known."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def value(name: str, **labels: str) -> float:
+        _, body = cost.admin_request("GET", "/metrics")
+        return sum(
+            s.value
+            for fam in text_string_to_metric_families(body.decode())
+            for s in fam.samples
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+        )
+
+    before = {r: value("llmtap_price_lookups_total", result=r) for r in ("hit", "model_only", "miss")}
+    sid = session_id()
+    oai(cost, sid).chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "a"}])
+    oai(cost, sid, base_url=f"https://{GATEWAY}/v1").chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "b"}]
+    )
+    oai(cost, sid).chat.completions.create(model="acme-metrics-9", messages=[{"role": "user", "content": "c"}])
+    oai(cost, sid, retries=1).chat.completions.create(
+        model="gpt-metrics-retry",
+        messages=[{"role": "user", "content": "d"}],
+        extra_headers={"x-mock-fail-first": "1", "x-mock-fail-key": sid, "x-mock-fail-with": "quota_429"},
+    )
+    client = ant(cost, sid, **{"x-mock-scenario": "prompt_cache"})
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=5, **_body(TOOLS, SYSTEM + sid, ["q"]))
+    cost.rows(f"session_id = '{sid}'", 6, timeout=10)
+    time.sleep(0.5)
+    after = {r: value("llmtap_price_lookups_total", result=r) for r in ("hit", "model_only", "miss")}
+    assert after["hit"] >= before["hit"] + 2 and after["model_only"] >= before["model_only"] + 1
+    assert after["miss"] >= before["miss"] + 2  # the unknown model, and the retried one's success
+    assert value("llmtap_retry_attempts_total", model="gpt-metrics-retry", error_type="quota_exhausted") == 1
+    assert value("llmtap_cache_miss_cost_usd_total", reason="first_call") > 0
