@@ -47,6 +47,8 @@ from ..record import CallRecord, CostSource
 
 log = logging.getLogger("llmtap.pricing")
 
+MAX_REMEMBERED = 10_000  # (provider, model) lookups remembered, known or unknown (model names come from requests)
+
 LookupResult = Literal["hit", "model_only", "miss"]
 """``llmtap_price_lookups_total{result}``: priced with the provider's price (or a price file), priced
 by the model name alone, or not priced."""
@@ -244,7 +246,7 @@ class Pricer:
             try:
                 q(Tokens(1))
                 with self._lock:
-                    self._known.add(key)
+                    self._remember(self._known, key)
                 return q
             except LookupError:
                 pass
@@ -252,8 +254,14 @@ class Pricer:
                 log.warning("genai-prices failed for %s/%s: %s", provider_id, model, e)
                 continue
             with self._lock:
-                self._unknown.add(key)
+                self._remember(self._unknown, key)
         return None
+
+    @staticmethod
+    def _remember(seen: set[tuple[str | None, str]], key: tuple[str | None, str]) -> None:
+        if len(seen) >= MAX_REMEMBERED:  # bounded: arbitrary model names must not grow it without end
+            seen.clear()
+        seen.add(key)
 
     def price(self, r: CallRecord) -> Price | None:
         q = self.quote(r)

@@ -138,3 +138,13 @@ cache_write_1h_mtok = 4.0
     assert std.cost_usd == pytest.approx((9_000 * 2.0 + 600 * 2.5 + 400 * 4.0 + 2_000 * 4.0) / 1e6)
     assert flex.cost_source == std.cost_source == "price_file"
     assert flex.price_version == rules[0].version and len(rules[0].version) == 12
+
+
+def test_lookup_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmtap.telemetry import pricing
+
+    monkeypatch.setattr(pricing, "MAX_REMEMBERED", 20)
+    p = Pricer()
+    for i in range(200):
+        p.apply(rec(request_model=f"unknown-model-{i}"))
+    assert len(p._unknown) <= 20
