@@ -5,6 +5,7 @@ WORKDIR /opt/llmtap
 COPY pyproject.toml README.md ./
 COPY proxy ./proxy
 COPY collector ./collector
+COPY dashboards/json ./dashboards/json
 RUN pip install --no-cache-dir . && rm -rf /root/.cache \
     && mkdir -p /data /mock && chown llmtap:llmtap /data /mock
 USER llmtap

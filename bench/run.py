@@ -18,6 +18,7 @@ import concurrent.futures
 import datetime
 import http.client
 import json
+import math
 import os
 import platform
 import re
@@ -508,6 +509,15 @@ def main() -> int:
     return 0
 
 
+def _measured(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _ms(x: float | None, sign: str = "") -> str:
+    """A table cell in ms; "n/a" for what a path does not measure (never "nan")."""
+    return f"{x:{sign}.2f}" if _measured(x) else "n/a"
+
+
 def render(r: dict[str, Any]) -> str:
     lat = r["latency"]
     direct, bare = lat["direct"], lat["bare mitmproxy"]
@@ -526,13 +536,23 @@ def render(r: dict[str, Any]) -> str:
         "| added vs direct p50 | added vs bare p50 |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    unmeasured = False
     for name in r["paths"]:
         x = lat[name]
+        unmeasured = unmeasured or not _measured(x["delay_p50"])
         lines.append(
-            f"| {name} | {x['ttfe_p50']:.2f} | {x['ttfe_p99']:.2f} | {x['ttfe_p50'] - direct['ttfe_p50']:+.2f} | "
-            f"{x['delay_p50']:.2f} | {x['delay_p99']:.2f} | {x['delay_p50'] - direct['delay_p50']:+.2f} | "
-            f"{x['delay_p50'] - bare['delay_p50']:+.2f} |"
+            f"| {name} | {_ms(x['ttfe_p50'])} | {_ms(x['ttfe_p99'])} | "
+            f"{_ms(x['ttfe_p50'] - direct['ttfe_p50'], '+')} | "
+            f"{_ms(x['delay_p50'])} | {_ms(x['delay_p99'])} | {_ms(x['delay_p50'] - direct['delay_p50'], '+')} | "
+            f"{_ms(x['delay_p50'] - bare['delay_p50'], '+')} |"
         )
+    if unmeasured:
+        lines += [
+            "",
+            "n/a: not measured. The per-event delay is read from send-time stamps the mock puts in SSE comments, "
+            "taken on the raw TLS client; the plain-HTTP gateway paths are timed with a kept-alive HTTP client "
+            "that measures the first event only.",
+        ]
     lines += [
         "",
         "## Throughput and CPU (5-event streams, no pacing; five alternating rounds of 256 streams per path)",

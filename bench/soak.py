@@ -4,11 +4,13 @@
     .venv/bin/python bench/soak.py --store chhttp --out bench/results/soak-clickhouse.json
 
 Starts the mock provider and `llmtap run` (embedded store; ``--store URL`` for a ClickHouse
-server, ``--store chhttp`` for the test ClickHouse-HTTP endpoint over chDB), sends `--rate` calls/s (half
-streamed chat, half embeddings; 1 in 20 a client cancel, 1 in 20 an upstream disconnect),
-and samples the sidecar's RSS, event-loop task count, in-flight calls and store queue
-every 10 s. Writes bench/results/soak.json and prints a table. Not a test: a
-measurement. Binds 127.0.0.1 only; stops everything it started.
+server, ``--store chhttp`` for the test ClickHouse-HTTP endpoint over chDB, ``--store none`` for the
+collector route: spans to a local OTLP receiver that accepts and drops them), sends `--rate` calls/s
+(half streamed chat, half embeddings; 1 in 20 a client cancel, 1 in 20 an upstream disconnect),
+and samples the sidecar's RSS, CPU (cores used since the last sample), event-loop task count,
+in-flight calls and store queue every 10 s (docs/kubernetes.md sizes its resources from these).
+Writes bench/results/soak.json and prints a table. Not a test: a measurement. Binds 127.0.0.1 only;
+stops everything it started.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import os
 import ssl
 import tempfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,30 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def otlp_sink() -> ThreadingHTTPServer:
+    """An OTLP/HTTP endpoint that accepts every export and keeps nothing (the collector, for --store none)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=10)
@@ -48,14 +76,20 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-soak-"))
     store, label, endpoint = args.store, "embedded chDB", None
-    if store == "chhttp":
+    extra: list[str] = []
+    sink: ThreadingHTTPServer | None = None
+    if store == "none":
+        sink = otlp_sink()
+        extra = ["--otlp-endpoint", f"http://127.0.0.1:{sink.server_address[1]}"]
+        label = "none (OTLP spans to a collector)"
+    elif store == "chhttp":
         endpoint = start_chhttp(tmp / "ch")
         store = f"clickhouse://default:@127.0.0.1:{endpoint.port}/llmtap"
         label = "ClickHouse HTTP (llmtap.testing.chhttp over chDB)"
     elif store:
         label = "ClickHouse server"
     mock = start_mock(tmp / "mock")
-    sc = start_sidecar(tmp / "data", mock, *(["--store", store] if store else []))
+    sc = start_sidecar(tmp / "data", mock, *(["--store", store] if store else []), *extra)
     client = openai.OpenAI(
         api_key="sk-soak",
         max_retries=0,
@@ -101,13 +135,18 @@ def main() -> None:
 
     def sampler() -> None:
         t0 = time.monotonic()
+        last = (t0, cpu_seconds(sc.proc.pid))
         while time.monotonic() < stop_at + 5:
             _, body = sc.admin_request("GET", "/healthz")
             h = json.loads(body)
+            now, cpu = time.monotonic(), cpu_seconds(sc.proc.pid)
+            cores = (cpu - last[1]) / max(now - last[0], 1e-9)
+            last = (now, cpu)
             samples.append(
                 {
-                    "t_s": round(time.monotonic() - t0),
+                    "t_s": round(now - t0),
                     "rss_mb": round(rss_mb(sc.proc.pid), 1),
+                    "cpu_cores": round(cores, 3),
                     "tasks": h.get("event_loop_tasks"),
                     "inflight": h.get("inflight_calls"),
                     "store_queue": h.get("store_queue"),
@@ -133,6 +172,8 @@ def main() -> None:
         stop(mock.proc)
         if endpoint is not None:
             endpoint.stop()
+        if sink is not None:
+            sink.shutdown()
     result = {
         "store": label,
         "minutes": args.minutes,
@@ -143,11 +184,11 @@ def main() -> None:
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"{'t (s)':>6} {'RSS MB':>8} {'tasks':>6} {'inflight':>9} {'queue':>6} {'written':>8}")
+    print(f"{'t (s)':>6} {'RSS MB':>8} {'cores':>6} {'tasks':>6} {'inflight':>9} {'queue':>6} {'written':>8}")
     for s in samples:
         print(
-            f"{s['t_s']:>6} {s['rss_mb']:>8} {s['tasks']!s:>6} {s['inflight']!s:>9} {s['store_queue']!s:>6} "
-            f"{s['written']!s:>8}"
+            f"{s['t_s']:>6} {s['rss_mb']:>8} {s.get('cpu_cores', '-')!s:>6} {s['tasks']!s:>6} {s['inflight']!s:>9} "
+            f"{s['store_queue']!s:>6} {s['written']!s:>8}"
         )
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}))
 

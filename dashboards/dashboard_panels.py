@@ -338,7 +338,7 @@ def trace() -> Board:
     arrayMap(key -> map('key', key, 'value', SpanAttributes[key]), mapKeys(SpanAttributes)) AS tags,
     arrayMap(key -> map('key', key, 'value', ResourceAttributes[key]), mapKeys(ResourceAttributes)) AS serviceTags,
     if(StatusCode IN ('Error', 'STATUS_CODE_ERROR'), 2, 0) AS statusCode
-FROM otel_traces WHERE TraceId = '${trace_id}' ORDER BY startTime""",
+FROM otel_traces WHERE TraceId = ${trace_id:singlequote} ORDER BY startTime""",
         fmt=3,
         w=24,
         h=16,

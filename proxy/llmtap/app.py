@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .admin.server import AdminServer, AdminState
+from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .capture.batch import BatchExpander
 from .durations import parse_duration
@@ -27,6 +27,7 @@ from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
+from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
@@ -50,13 +51,15 @@ class RunConfig:
     admin: tuple[str, int]
     data_dir: Path
     store: str
+    read_store: str = ""  # credentials for every read of a clickhouse:// store (SELECT-only user)
     intercept: list[str] = field(default_factory=list)
     upstream_ca: Path | None = None
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     service: str = ""
     proxy_auth: str = ""
     allow_open_proxy: bool = False
-    admin_token: str = ""
+    admin_token: str = ""  # explicit (--admin-token); else the install's <data-dir>/admin-token
+    admin_allowed_hosts: list[str] = field(default_factory=list)
     otlp_endpoint: str = ""
     capture_content: bool = False
     prices: Path | None = None
@@ -64,9 +67,12 @@ class RunConfig:
     traces_retention_days: int = 0
     calls_retention_days: int = 0
     spool_max_mb: int = 1024
+    max_client_connections: int = 4096
+    client_header_timeout: float = 30.0
+    drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
 
 
-class ConfigError(ValueError):
+class ConfigError(StartupError):
     pass
 
 
@@ -79,11 +85,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def real_credentials(spec: str) -> bool:
+    """``USER:PASS`` with both parts, an htpasswd file (``@PATH``) or LDAP: not ``any`` (which takes any)."""
+    spec = spec.strip()
+    if spec.startswith("@") and len(spec) > 1:
+        return True
+    if spec.startswith(("ldap:", "ldaps:")):
+        return True
+    user, sep, password = spec.partition(":")
+    return bool(sep and user and password) and spec != "any"
+
+
 def check_exposure(cfg: RunConfig) -> None:
-    if not is_loopback(cfg.listen[0]) and not (cfg.proxy_auth or cfg.allow_open_proxy):
+    if not is_loopback(cfg.listen[0]) and not (real_credentials(cfg.proxy_auth) or cfg.allow_open_proxy):
         raise ConfigError(
-            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs --proxy-auth USER:PASS "
-            "(or --allow-open-proxy if the network in front of it is trusted)"
+            f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs real credentials, "
+            "--proxy-auth USER:PASS or --proxy-auth @HTPASSWD_FILE (\"any\" accepts anyone), "
+            "or --allow-open-proxy if the network in front of it is trusted"
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
@@ -109,11 +127,17 @@ class Sidecar:
     pipeline: Pipeline
     addon: LlmTapAddon
     upstream: Path | None
+    lock: DataDirLock | None = None
 
     def health(self) -> dict[str, Any]:
         h: dict[str, Any] = {
-            "status": "ok" if self.addon.running_since is not None else "starting",
+            "status": "draining"
+            if self.addon.draining
+            else "ok"
+            if self.addon.running_since is not None
+            else "starting",
             "version": __version__,
+            "store_id": store_id(self.cfg.store),
             "pending": self.pipeline.pending(),
             "inflight_calls": self.addon.inflight,
             "open_websockets": self.addon.ws.open,
@@ -123,17 +147,27 @@ class Sidecar:
             queued = self.writer.queued()
             self.metrics.store_queue.set(queued)
             self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
-            h.update(
-                store_queue=queued, store_ok=self.writer.failing_since is None, records_written=self.writer.written
-            )
+            h.update(store_queue=queued, store_ok=self.writer.store_ok(), records_written=self.writer.written)
+            if not self.writer.ok():
+                h["store_error"] = self.writer.last_error
         return h
 
-    def query(self, sql: str, fmt: str) -> bytes:
+    def reads(self) -> Reads | None:
+        """The guarded read path of the store (None with ``--store none``)."""
         if self.backend is None:
-            raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
-        if self.writer is not None:
-            self.writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
-        return self.backend.query(sql, fmt)
+            return None
+        writer = self.writer
+
+        def flush() -> None:
+            if writer is not None:
+                writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
+
+        return Reads(self.backend, flush)
+
+    def admin_state(self) -> AdminState:
+        token = self.cfg.admin_token or install_token(self.cfg.data_dir)
+        auth = AdminAuth(token, explicit=bool(self.cfg.admin_token), allowed_hosts=tuple(self.cfg.admin_allowed_hosts))
+        return AdminState(self.metrics, self.reads(), self.health, auth)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -145,14 +179,11 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
     return faults.adapter_factory(), faults.sinks()
 
 
-def _analysis(cfg: RunConfig, metrics: Metrics) -> tuple[list[Enricher], list[Expander]]:
+def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list[Enricher], list[Expander]]:
     """What the worker adds to each record: a batch download's items, the price, retries, cache misses,
     content. ``LLMTAP_TEST_CACHE_TTL`` (tests only: a duration) stands for the providers' 5-minute cache
     TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
-    pricer = Pricer(
-        load_price_file(cfg.prices) if cfg.prices else [],
-        on_lookup=lambda result: metrics.price_lookups.labels(result).inc(),
-    )
+    pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
     cache = CacheMissAnalyzer(pricer.cache_read_saving)
     if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
         cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
@@ -165,8 +196,25 @@ def _analysis(cfg: RunConfig, metrics: Metrics) -> tuple[list[Enricher], list[Ex
 
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
-    cfg.data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(cfg.data_dir, 0o700)
+    prepare_data_dir(cfg.data_dir)
+    lock = DataDirLock(cfg.data_dir)
+    lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
+    try:
+        check_port("--listen", *cfg.listen)
+        check_port("--admin", *cfg.admin)
+        sc = _build(cfg)
+    except BaseException:
+        lock.release()
+        raise
+    sc.lock = lock
+    return sc
+
+
+def _build(cfg: RunConfig) -> Sidecar:
+    otlp = cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if cfg.store.strip().lower() == "none" and not otlp:
+        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
+    prices = load_price_file(cfg.prices) if cfg.prices else []
     ensure_ca(cfg.data_dir)
     client_bundle(cfg.data_dir)  # what `llmtap env` points clients at
     upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
@@ -177,7 +225,18 @@ def build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention)
+    backend = open_backend(cfg.store, retention, cfg.read_store)
+    try:
+        return _assemble(cfg, metrics, backend, prices, upstream)
+    except BaseException:
+        if backend is not None:
+            backend.close()
+        raise
+
+
+def _assemble(
+    cfg: RunConfig, metrics: Metrics, backend: Backend | None, prices: list[Any], upstream: Path | None
+) -> Sidecar:
     resource = resource_attributes()
     make_adapter, fault_sinks = _faults()
     sinks: list[RecordSink] = [*fault_sinks]
@@ -193,16 +252,20 @@ def build(cfg: RunConfig) -> Sidecar:
             on_drop=dropped,
             legacy=json_line_converter(rowbinary.encode),
         )
-        writer = StoreWriter(backend, spool, quarantine_dir=cfg.data_dir / "quarantine", on_drop=dropped)
+        writer = StoreWriter(
+            backend,
+            spool,
+            quarantine_dir=cfg.data_dir / "quarantine",
+            on_drop=dropped,
+            on_error=lambda reason: metrics.store_errors.labels(reason).inc(),
+        )
         sinks.append(StoreSink(writer, resource))
     sinks += [MetricsSink(metrics), LogSink()]
     if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         from .telemetry.spans import SpanSink, otlp_exporter
 
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
-    elif backend is None:
-        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
-    enrichers, expanders = _analysis(cfg, metrics)
+    enrichers, expanders = _analysis(cfg, metrics, prices)
     pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
@@ -214,36 +277,58 @@ def build(cfg: RunConfig) -> Sidecar:
 
 
 def run(cfg: RunConfig) -> int:
+    from .intercept.limits import LimitsConfig
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
-    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
-    admin.start()
-    settings = ProxySettings(
-        listen=cfg.listen,
-        confdir=ca_dir(cfg.data_dir),
-        allow_hosts=allow_host_patterns(cfg.intercept),
-        upstream_bundle=sc.upstream,
-        proxy_auth=cfg.proxy_auth,
-        connect_to=cfg.connect_to,
-    )
-
-    def announce() -> None:
-        print(
-            f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
-            f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
-            file=sys.stderr,
-            flush=True,
+    # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
+    # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
+    sys.setswitchinterval(0.0005)
+    admin: AdminServer | None = None
+    try:
+        try:
+            admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
+        except OSError as e:
+            raise StartupError(
+                f"--admin {cfg.admin[0]}:{cfg.admin[1]}: cannot listen ({e.strerror}): pick a free port with --admin"
+            ) from None
+        admin.start()
+        settings = ProxySettings(
+            listen=cfg.listen,
+            confdir=ca_dir(cfg.data_dir),
+            allow_hosts=allow_host_patterns(cfg.intercept),
+            upstream_bundle=sc.upstream,
+            proxy_auth=cfg.proxy_auth,
+            connect_to=cfg.connect_to,
+            drain_timeout=cfg.drain_timeout,
+            limits=LimitsConfig(
+                max_clients=cfg.max_client_connections,
+                header_timeout=cfg.client_header_timeout,
+                admin=cfg.admin,
+                intercept=cfg.intercept,
+                on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
+                on_open=sc.metrics.client_connections.set,
+            ),
         )
 
-    try:
+        def announce() -> None:
+            print(
+                f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+                f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
+
         asyncio.run(serve(settings, sc.addon, announce))
     finally:
         log.info("shutting down: flushing records")
         sc.pipeline.close()
-        admin.close()
+        if admin is not None:
+            admin.close()
         if sc.backend is not None:
             sc.backend.close()
+        if sc.lock is not None:
+            sc.lock.release()
     written = sc.writer.written if sc.writer is not None else 0
     print(f"llmtap: stopped ({written} records written to the store)", file=sys.stderr)
     return 0

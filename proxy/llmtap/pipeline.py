@@ -98,6 +98,7 @@ class Pipeline:
         except queue.Full:
             with self._lock:
                 self._pending -= 1
+            cap.release()
             self.metrics.dropped.labels("pipeline_queue_full").inc()
 
     def _run(self) -> None:

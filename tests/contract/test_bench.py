@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +35,17 @@ def test_benchmark_smoke(tmp_path: Path) -> None:
     ):
         assert path in report
     assert report.count("| LLM ") >= 30  # one timing per dashboard panel
+
+
+def test_benchmark_tables_have_no_nan_cells() -> None:
+    """A path that does not measure a number shows "n/a" and says why, in the generator and the committed page."""
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench/run.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = json.loads((ROOT / "bench/results/bench.json").read_text())
+    page = bench.render(results)
+    assert not re.search(r"\|\s*[+-]?nan\s*\|", page, re.I)
+    assert "n/a: not measured" in page
+    committed = (ROOT / "docs/benchmarks.md").read_text()
+    assert not re.search(r"\|\s*[+-]?nan\s*\|", committed, re.I)

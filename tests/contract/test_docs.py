@@ -21,9 +21,13 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
     cmds = quick_start_commands()
     assert len(cmds) == 2
-    assert cmds[0].startswith("python3.12 ") and "llmtap run" in cmds[0]
+    # one mechanism finds Python 3.12 for the README and for CI (tests/contract/test_bootstrap.py tests it)
+    assert cmds[0] == "./bootstrap && .venv/bin/llmtap run"
+    assert cmds[1].startswith("./bootstrap test && ")
+    assert ".venv/bin/ruff check proxy tests bench dashboards " in cmds[1]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert cmds[1] in ci, "the README's test command must be what .ci/run runs, verbatim"
+    assert "python3.12" not in "\n".join(line for line in ci if not line.startswith("#"))  # no second mechanism
 
 
 def test_error_taxonomy_table_matches_the_code() -> None:
@@ -37,3 +41,21 @@ def test_error_taxonomy_table_matches_the_code() -> None:
         assert re.findall(r"“([^”]+)”", phrases) == list(rule.phrases)
         assert [int(s) for s in re.findall(r"\d+", statuses)] == list(rule.statuses)
     assert set(table) == set(ERROR_TYPES) - {""}
+
+
+def test_readme_says_json_sql_needs_its_content_type() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("`POST /api/sql` takes") :][:600]
+    assert "Content-Type: application/json" in section and '"query"' in section
+
+
+def test_every_mock_scenario_is_documented() -> None:
+    from llmtap.testing.mock import GARBAGE
+
+    mock = ROOT / "proxy" / "llmtap" / "testing" / "mock"
+    names = set(GARBAGE) | {"garbage_json_body"}
+    for src in mock.glob("*.py"):
+        names |= set(re.findall(r'scenario == "([a-z0-9_]+)"', src.read_text()))
+    documented = set(re.findall(r"^\| `([a-z0-9_]+)` \|", (ROOT / "docs" / "mock-provider.md").read_text(), re.M))
+    assert names and names <= documented, f"not in docs/mock-provider.md: {sorted(names - documented)}"
+    assert documented == names, f"documented but unknown to the mock: {sorted(documented - names)}"

@@ -21,6 +21,15 @@ def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
     return subprocess.run([*LLMTAP, *args], capture_output=True, text=True, timeout=60, env=e, cwd=cwd)
 
 
+def admin_args(sc: Sidecar) -> list[str]:
+    return ["--admin", f"127.0.0.1:{sc.admin}", "--data-dir", str(sc.data_dir)]
+
+
+def post_sql(sc: Sidecar, query: str) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sc.token}"}
+    return sc.admin_request("POST", "/api/sql", json.dumps({"query": query}).encode(), headers)
+
+
 def test_sql_through_the_admin_api(proxied: Sidecar) -> None:
     sid = session_id()
     openai.OpenAI(api_key="sk-x", max_retries=0).embeddings.create(
@@ -34,10 +43,12 @@ def test_sql_through_the_admin_api(proxied: Sidecar) -> None:
         "JSONEachRow",
         "--admin",
         f"127.0.0.1:{proxied.admin}",
+        "--data-dir",
+        str(proxied.data_dir),  # where the install's admin token is: used without being asked for
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"api": "openai.embeddings", "input_tokens": 8}
-    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", "--admin", f"127.0.0.1:{proxied.admin}")
+    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", *admin_args(proxied))
     assert r.returncode == 0 and int(r.stdout) >= 1
 
 
@@ -51,46 +62,35 @@ def test_sql_through_the_admin_api(proxied: Sidecar) -> None:
     ],
 )
 def test_sql_refuses_writes_via_cli_and_api(sidecar: Sidecar, query: str) -> None:
-    r = cli("sql", query, "--admin", f"127.0.0.1:{sidecar.admin}")
+    r = cli("sql", query, *admin_args(sidecar))
     assert r.returncode == 2 and "refused" in r.stderr
-    status, body = sidecar.admin_request("POST", "/api/sql", query.encode())
+    status, body = post_sql(sidecar, query)
     assert status == 403 and b"refused" in body
-    assert sidecar.sql("SELECT count() AS n FROM system.tables WHERE name = 'llm_calls'")[0]["n"] >= 1
+    assert sidecar.sql("SELECT count() AS n FROM llm_calls")[0]["n"] >= 0  # still there
 
 
 def test_sql_bad_query_is_a_clear_error(sidecar: Sidecar) -> None:
-    status, body = sidecar.admin_request("POST", "/api/sql", b"SELECT nosuchcolumn FROM llm_calls")
+    status, body = post_sql(sidecar, "SELECT nosuchcolumn FROM llm_calls")
     assert status == 400 and b"nosuchcolumn" in body
 
 
 def test_sql_opens_the_store_when_no_sidecar_runs(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    r = cli(
-        "sql",
-        "SELECT count() FROM llm_calls",
-        "--format",
-        "CSV",
-        "--data-dir",
-        str(data),
-        "--admin",
-        f"127.0.0.1:{free_port()}",
-    )
+    assert cli("seed", "--data-dir", str(data), "--calls", "5", "--days", "1").returncode == 0
+    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", "--data-dir", str(data))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "0"
+    assert r.stdout.strip() == "5"
     r = cli("sql", "DROP TABLE llm_calls", "--data-dir", str(data), "--admin", "")
     assert r.returncode == 2 and "refused" in r.stderr
 
 
 def test_env_var_defaults(tmp_path: Path) -> None:
-    r = cli(
-        "sql",
-        "SELECT 1",
-        "--format",
-        "CSV",
-        env={"LLMTAP_DATA_DIR": str(tmp_path / "d"), "LLMTAP_ADMIN": f"127.0.0.1:{free_port()}"},
-    )
-    assert r.returncode == 0 and r.stdout.strip() == "1"
-    assert (tmp_path / "d" / "store").is_dir()
+    assert cli("seed", "--data-dir", str(tmp_path / "d"), "--calls", "3", "--days", "1").returncode == 0
+    r = cli("sql", "SELECT count() FROM llm_calls", "--format", "CSV", env={"LLMTAP_DATA_DIR": str(tmp_path / "d")})
+    assert r.returncode == 0 and r.stdout.strip() == "3", r.stderr
+    r = cli("sql", "SELECT 1", env={"LLMTAP_DATA_DIR": str(tmp_path / "typo")})
+    assert r.returncode == 2 and "no llmtap store" in r.stderr
+    assert not (tmp_path / "typo").exists()  # a mistyped data dir is not turned into an empty store
 
 
 def test_ca_and_env(tmp_path: Path) -> None:
@@ -99,7 +99,8 @@ def test_ca_and_env(tmp_path: Path) -> None:
     assert r.returncode == 0 and ca.is_file() and b"BEGIN CERTIFICATE" in ca.read_bytes()
     r = cli("env", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:9999")
     assert r.returncode == 0
-    exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+    lines = [line for line in r.stdout.splitlines() if line.startswith("export ") and "NODE_OPTIONS" not in line]
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in lines)
     assert exports["HTTPS_PROXY"] == "'http://127.0.0.1:9999'"
     bundle = Path(exports["SSL_CERT_FILE"].strip("'"))
     assert exports["REQUESTS_CA_BUNDLE"] == exports["NODE_EXTRA_CA_CERTS"] == exports["SSL_CERT_FILE"]

@@ -219,11 +219,15 @@ def test_admin_token(mock: Mock, tmp_path: Path) -> None:
     try:
         assert sc.admin_request("GET", "/healthz")[0] == 200  # for orchestrators' probes
         assert sc.admin_request("GET", "/metrics")[0] == 401
-        assert sc.admin_request("POST", "/api/sql", b"SELECT 1")[0] == 401
-        assert sc.admin_request("GET", "/")[0] == 401
+        query = json.dumps({"query": "SELECT 1 AS one"}).encode()
+        as_json = {"Content-Type": "application/json"}
+        assert sc.admin_request("POST", "/api/sql", query, as_json)[0] == 401
+        assert sc.admin_request("POST", "/api/sql", query, {**as_json, "Authorization": "Bearer t0ke"})[0] == 401
+        assert sc.admin_request("GET", "/")[0] == 200  # the viewer's page itself: it asks for the token
+        assert not (tmp_path / "data" / "admin-token").exists()  # an explicit token is not written anywhere
         auth = {"Authorization": "Bearer t0ken"}
         assert sc.admin_request("GET", "/metrics", headers=auth)[0] == 200
-        assert sc.admin_request("POST", "/api/sql", b"SELECT 1 AS one", headers=auth) == (200, b'{"one":1}\n')
+        assert sc.admin_request("POST", "/api/sql", query, {**as_json, **auth}) == (200, b'{"one":1}\n')
     finally:
         stop(sc.proc)
 

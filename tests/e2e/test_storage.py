@@ -324,3 +324,47 @@ def test_collector_route_gives_identical_llm_calls_rows(mock: Mock, chhttp: Clic
     ]
     backend.close()
     assert theirs == ours
+
+
+def test_every_read_path_uses_the_read_only_user(mock: Mock, tmp_path: Path) -> None:
+    """Every read — the admin SQL API, the viewer, ``llmtap sql`` opening the store — authenticates as the
+    --read-store user, whose queries the engine runs read-only; the documented grant statements parse."""
+    import subprocess
+
+    import clickhouse_connect
+    from helpers import LLMTAP
+
+    ch = ClickHouseHTTP(tmp_path / "ch", free_port(), read_user="reader", read_password="r3ad").start()
+    sc = start_sidecar(tmp_path / "data", mock, "--store", ch.url, "--read-store", ch.read_url)
+    try:
+        c = make_client(sc)
+        one_call(c, "read-user", 0)
+        assert wait_count(ch.client, "feature = 'read-user'", 1, 30) == 1
+        log_start = len(ch.log())
+        assert sc.sql("SELECT count() AS n FROM llm_calls WHERE feature = 'read-user'") == [{"n": 1}]
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sc.token}"}
+        status, body = sc.admin_request(
+            "POST", "/api/panel", json.dumps({"uid": "llmtap-calls", "panel": 1}).encode(), headers
+        )
+        assert status == 200 and json.loads(body)["rows"], body
+        r = subprocess.run(
+            [*LLMTAP, "sql", "SELECT count() FROM llm_calls", "--admin", "", "--store", ch.url,
+             "--read-store", ch.read_url],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert r.returncode == 0 and r.stdout.strip().endswith("1"), r.stderr
+        reads = [(u, q) for u, q in ch.log()[log_start:] if not q.upper().startswith("INSERT")]
+        assert reads and {u for u, _ in reads} == {"reader"}, [x for x in reads if x[0] != "reader"]
+        reader = clickhouse_connect.get_client(
+            host="127.0.0.1", port=ch.port, username="reader", password="r3ad", compress=False
+        )
+        with pytest.raises(Exception, match=r"(?i)readonly"):
+            reader.command("INSERT INTO llmtap.llm_calls (service) VALUES ('x')")
+        for stmt in (
+            "CREATE USER llmtap_reader IDENTIFIED WITH sha256_password BY 'x' SETTINGS readonly = 2",
+            "GRANT SELECT ON llmtap.* TO llmtap_reader",
+        ):  # the statements docs/security.md gives: valid ClickHouse SQL
+            assert reader.command("SELECT formatQuerySingleLine({q:String})", parameters={"q": stmt})
+    finally:
+        stop(sc.proc)
+        ch.stop()

@@ -61,7 +61,7 @@ def seeded_sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -70,8 +70,21 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+@pytest.fixture(scope="module")
+def browser(chromium: Any, seeded_sidecar: Sidecar) -> Iterator[Any]:
+    """A browser context signed in to the viewer the way a user is: a link carrying the install's token."""
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    page.goto(f"http://127.0.0.1:{seeded_sidecar.admin}/#token={seeded_sidecar.token}")
+    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged and forgotten
+    wait_rendered(page)
+    page.close()
+    yield ctx
+    ctx.close()
+
+
 def open_board(browser: Any, sc: Sidecar, fragment: str) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page = browser.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -156,7 +169,16 @@ def test_variables_range_and_trace_link(browser: Any, seeded_sidecar: Sidecar) -
 
 def test_report_command(seeded_sidecar: Sidecar) -> None:
     r = subprocess.run(
-        [*LLMTAP, "report", "--since", "7d", "--admin", f"127.0.0.1:{seeded_sidecar.admin}"],
+        [
+            *LLMTAP,
+            "report",
+            "--since",
+            "7d",
+            "--admin",
+            f"127.0.0.1:{seeded_sidecar.admin}",
+            "--data-dir",
+            str(seeded_sidecar.data_dir),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -165,3 +187,100 @@ def test_report_command(seeded_sidecar: Sidecar) -> None:
     assert r.returncode == 0, r.stderr
     for needle in ("last 7d", "By model", "gpt-4o", "Errors", "quota_exhausted", "cost_usd"):
         assert needle in r.stdout, needle
+
+
+XSS = [
+    '<img src=x onerror="window.__xss=(window.__xss||0)+1">',
+    '"><script>window.__xss=(window.__xss||0)+1</script>',
+    "<svg/onload=window.__xss=(window.__xss||0)+1>",
+    "javascript:window.__xss=(window.__xss||0)+1",
+    "'><iframe srcdoc='<script>parent.__xss=1</script>'>",
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_sidecar(mock: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sidecar, list[str]]]:
+    """Calls whose every attacker-controlled column holds markup: model names (request and response), ids,
+    attribution headers, and upstream error messages, codes and types."""
+    from llmtap.testing.rawclient import request
+
+    sc = start_sidecar(tmp_path_factory.mktemp("xss") / "data", mock)
+    traces: list[str] = []
+    for i, payload in enumerate(XSS):
+        attribution = {
+            f"x-llmtap-{h}": payload for h in ("service", "user", "session", "tenant", "feature", "prompt-version")
+        }
+        for scenario in ("echo", "echo_error", "default"):
+            r = request(
+                "api.openai.com",
+                443,
+                "/v1/chat/completions",
+                {"model": payload, "messages": [{"role": "user", "content": payload}]},
+                {
+                    **attribution,
+                    "x-mock-scenario": scenario,
+                    "x-mock-echo": payload,
+                    "traceparent": f"00-{i:030d}{'ab' if scenario == 'echo' else 'cd'}-{i:016d}-01",
+                },
+                sc.bundle,
+                proxy=("127.0.0.1", sc.listen),
+            )
+            assert r.status in (200, 400)
+        traces.append(f"{i:030d}ab")
+    rows = sc.rows("1", 3 * len(XSS), timeout=20)
+    assert len(rows) >= 3 * len(XSS)
+    assert any(r["error_message"] == XSS[0] for r in rows)  # stored verbatim: the viewer must make it inert
+    yield sc, traces
+    stop(sc.proc)
+
+
+def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any, hostile_sidecar: Any) -> None:
+    sc, traces = hostile_sidecar
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    dialogs: list[str] = []
+    page = ctx.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"http://127.0.0.1:{sc.admin}/#token={sc.token}")
+    wait_rendered(page)
+    seen_payload = False
+    for fragment in [*BOARDS, *(f"llmtap-trace?trace_id={t}" for t in traces)]:
+        page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+        page.wait_for_timeout(200)
+        wait_rendered(page)
+        for sel in page.query_selector_all("select[data-var]"):
+            values = sel.eval_on_selector_all("option", "os => os.map(o => o.value)")
+            for value in values:
+                if value in XSS:
+                    sel.select_option(value)
+                    page.wait_for_timeout(150)
+                    wait_rendered(page)
+                    seen_payload = True
+        text = page.inner_text("body")
+        seen_payload = seen_payload or any(p in text for p in XSS)
+        injected = page.evaluate(
+            "() => ({xss: window.__xss || 0, imgs: document.querySelectorAll('img[src=x]').length,"
+            " scripts: document.querySelectorAll('script').length,"
+            " frames: document.querySelectorAll('iframe').length,"
+            " svgs: [...document.querySelectorAll('svg')].filter(s => s.getAttribute('onload')).length,"
+            " links: [...document.querySelectorAll('a')].filter(a => a.href.startsWith('javascript:')).length})"
+        )
+        assert injected == {"xss": 0, "imgs": 0, "scripts": 1, "frames": 0, "svgs": 0, "links": 0}, (fragment, injected)
+    assert seen_payload  # the payloads were on the pages, as text
+    assert dialogs == []
+    ctx.close()
+
+
+def test_a_link_with_an_injected_trace_id_runs_no_attacker_sql(browser: Any, seeded_sidecar: Sidecar) -> None:
+    """Finding 2: navigating to ``/#llmtap-trace?trace_id=<injection>`` ran the attacker's query (the CA key
+    leaked into the page)."""
+    from urllib.parse import quote
+
+    ca = seeded_sidecar.data_dir / "ca" / "mitmproxy-ca.pem"
+    key_line = next(x for x in ca.read_text().splitlines() if x and "-----" not in x)
+    injection = f"' UNION ALL SELECT line, '', '', '', '', 0, 0, [], [], 0 FROM file('{ca}', 'LineAsString') --"
+    page, _ = open_board(browser, seeded_sidecar, f"llmtap-trace?trace_id={quote(injection)}")
+    text = page.inner_text("body")
+    assert key_line not in text and "PRIVATE KEY" not in text
+    state = panel_states(page)[0]
+    assert state["state"] == "rendered" and state["empty"]  # the value was compared as a value: no such span
+    page.close()

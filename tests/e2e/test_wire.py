@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import ssl
+from pathlib import Path
 
 import pytest
-from helpers import Mock, Sidecar, session_id
+from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import request, tls_socket
 
@@ -103,18 +104,23 @@ def test_no_event_is_held_back(sidecar: Sidecar) -> None:
     assert row["ttft_ms"] < row["duration_ms"] - 2000
 
 
-def test_non_llm_host_is_tunnelled_not_decrypted(sidecar: Sidecar, mock: Mock) -> None:
-    # 127.0.0.1:<mock> is not an LLM host: through the proxy, the client must see the mock's own
-    # certificate (trusting only the mock CA works, trusting only the llmtap CA does not).
-    tls = tls_socket("localhost", mock.port, mock.ca, proxy=("127.0.0.1", sidecar.listen))
+def test_non_llm_host_is_tunnelled_not_decrypted(mock: Mock, tmp_path: Path) -> None:
+    # ollama.internal is not an LLM host unless --intercept names it: through the proxy, the client must
+    # see the mock's own certificate (trusting only the mock CA works, trusting only the llmtap CA does not).
+    # (--connect-to routes it to the mock on loopback, which the proxy otherwise refuses to reach.)
+    sc = start_sidecar(tmp_path / "data", mock, "--connect-to", f"ollama.internal:443:127.0.0.1:{mock.port}")
     try:
-        issuer = dict(x[0] for x in tls.getpeercert()["issuer"])
-        assert issuer["commonName"] == "llmtap mock provider CA"
+        tls = tls_socket("ollama.internal", 443, mock.ca, proxy=("127.0.0.1", sc.listen))
+        try:
+            issuer = dict(x[0] for x in tls.getpeercert()["issuer"])
+            assert issuer["commonName"] == "llmtap mock provider CA"
+        finally:
+            tls.close()
+        llmtap_ca = sc.data_dir / "ca" / "mitmproxy-ca-cert.pem"
+        with pytest.raises(ssl.SSLCertVerificationError):
+            tls_socket("ollama.internal", 443, llmtap_ca, proxy=("127.0.0.1", sc.listen)).close()
     finally:
-        tls.close()
-    llmtap_ca = sidecar.data_dir / "ca" / "mitmproxy-ca-cert.pem"
-    with pytest.raises(ssl.SSLCertVerificationError):
-        tls_socket("localhost", mock.port, llmtap_ca, proxy=("127.0.0.1", sidecar.listen)).close()
+        stop(sc.proc)
 
 
 def test_llm_host_is_intercepted_with_llmtap_ca(sidecar: Sidecar) -> None:

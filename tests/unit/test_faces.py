@@ -109,7 +109,15 @@ FACES = {
         "schema_sql",
         "schema_statements",
     ],
-    "llmtap.admin": ["AdminServer", "AdminState", "ReadOnlyViolation", "check_read_only", "run_sql"],
+    "llmtap.admin": [
+        "AdminAuth",
+        "AdminServer",
+        "AdminState",
+        "QueryRefused",
+        "Reads",
+        "install_token",
+        "read_install_token",
+    ],
     "llmtap.intercept": ["Fingerprinter", "allow_host_patterns", "parse_host_port"],
     "llmtap.cli": ["COMMANDS", "build_parser", "main"],
     "llmtap.testing.mock": [

@@ -1,19 +1,31 @@
-"""Grafana variable and ClickHouse-plugin macro expansion, done the way the plugin does it.
+"""Grafana variable and ClickHouse-plugin macro expansion, for the built-in viewer and the dashboard tests.
 
-Used by the built-in viewer (so dashboards/*.json render against the embedded store) and by
-the tests that run every panel and alert query on chDB. Expansions follow
-grafana/clickhouse-datasource ``pkg/macros/macros.go``; ``$__conditionalAll`` follows the
-frontend (``1=1`` when the variable is "All" or empty).
+Expansions follow grafana/clickhouse-datasource ``pkg/macros/macros.go``; ``$__conditionalAll``
+follows the frontend (``1=1`` when the variable is "All" or empty). Two differences from Grafana,
+because here the variable values come from whoever sends the request:
+
+- **Values never enter the SQL text.** ``${v:singlequote}`` and ``$v`` become ClickHouse query
+  parameters (``{p0:String}, {p1:String}``) returned beside the text; a variable inside a string
+  literal or a comment of the panel SQL is refused (it could not be bound).
+- **One pass, linear, bounded.** The text is scanned once, left to right; macro arguments come from
+  the dashboard file (never from a value) and are expanded once; the output is capped.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..durations import parse_duration
 
 ALL = "$__all"
+MAX_SQL_CHARS = 256 * 1024
+MAX_VALUES = 200  # values of one variable
+MAX_VALUE_CHARS = 4096
+MAX_DEPTH = 8  # nested $__conditionalAll
+
+
+class MacroError(ValueError):
+    pass
 
 
 @dataclass
@@ -24,119 +36,203 @@ class QueryContext:
     variables: dict[str, list[str]] = field(default_factory=dict)  # [] or [ALL] means "All"
 
 
+@dataclass
+class Expanded:
+    sql: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
 def _is_all(values: list[str] | None) -> bool:
     return not values or ALL in values
 
 
-def _quote(v: str) -> str:
-    return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def _skip_quoted(sql: str, i: int) -> int:
+    """Index after the quoted literal/identifier starting at ``sql[i]``."""
+    q = sql[i]
+    j = i + 1
+    n = len(sql)
+    while j < n:
+        c = sql[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == q:
+            if j + 1 < n and sql[j + 1] == q:  # '' inside a literal
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    raise MacroError("unterminated quote in the panel SQL")
 
 
-def expand_variables(sql: str, ctx: QueryContext) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group("name") or m.group("name2")
-        fmt = m.group("fmt") or ""
-        if name.startswith("__"):
-            return m.group(0)  # a macro, not a variable
-        values = ctx.variables.get(name)
+def _skip_comment(sql: str, i: int) -> int:
+    if sql.startswith("--", i):
+        end = sql.find("\n", i)
+        return len(sql) if end < 0 else end + 1
+    end = sql.find("*/", i + 2)
+    if end < 0:
+        raise MacroError("unterminated comment in the panel SQL")
+    return end + 2
+
+
+def _call_args(sql: str, i: int) -> tuple[list[str], int]:
+    """``sql[i]`` is the ``(`` of a macro call: its top-level arguments and the index after ``)``."""
+    depth, j, start, args = 1, i + 1, i + 1, []
+    n = len(sql)
+    while j < n:
+        c = sql[j]
+        if c in "'\"`":
+            j = _skip_quoted(sql, j)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(sql[start:j].strip())
+                return args, j + 1
+        elif c == "," and depth == 1:
+            args.append(sql[start:j].strip())
+            start = j + 1
+        j += 1
+    raise MacroError("unbalanced parentheses in a macro call")
+
+
+def _name_at(sql: str, i: int) -> tuple[str, str, int] | None:
+    """A variable reference at ``sql[i] == '$'``: (name, format, end) for ``$name`` or ``${name[:fmt]}``."""
+    n = len(sql)
+    if i + 1 < n and sql[i + 1] == "{":
+        end = sql.find("}", i + 2)
+        if end < 0:
+            return None
+        name, _, fmt = sql[i + 2 : end].partition(":")
+        return (name, fmt, end + 1) if name.replace("_", "a").isalnum() else None
+    j = i + 1
+    while j < n and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    return (sql[i + 1 : j], "", j) if j > i + 1 else None
+
+
+class _Expander:
+    def __init__(self, ctx: QueryContext) -> None:
+        self.ctx = ctx
+        self.params: dict[str, str] = {}
+        f, t = int(ctx.from_s), int(ctx.to_s)
+        fm, tm = int(ctx.from_s * 1000), int(ctx.to_s * 1000)
+        iv = max(int(ctx.interval_s), 1)
+        self.funcs = {
+            "__timeFilter_ms": lambda a: (
+                f"{a[0]} >= fromUnixTimestamp64Milli({fm}) AND {a[0]} <= fromUnixTimestamp64Milli({tm})"
+            ),
+            "__timeFilter": lambda a: f"{a[0]} >= toDateTime({f}) AND {a[0]} <= toDateTime({t})",
+            "__timeInterval_ms": lambda a: (
+                f"toStartOfInterval(toDateTime64({a[0]}, 3), INTERVAL {iv * 1000} millisecond)"
+            ),
+            "__timeInterval": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {iv} second)",
+            "__timeGroup": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {_duration_s(a[1])} second)",
+            "__timeFrom": lambda a: f"{a[0]} >= toDateTime({f})",
+            "__timeTo": lambda a: f"{a[0]} <= toDateTime({t})",
+            "__dateFilter": lambda a: f"{a[0]} >= toDate({f}) AND {a[0]} <= toDate({t})",
+        }
+        self.values = {
+            "__fromTime_ms": f"fromUnixTimestamp64Milli({fm})",
+            "__toTime_ms": f"fromUnixTimestamp64Milli({tm})",
+            "__fromTime": f"toDateTime({f})",
+            "__toTime": f"toDateTime({t})",
+            "__interval_s": str(iv),
+        }
+
+    def bind(self, values: list[str]) -> str:
+        names = []
+        for v in values:
+            name = f"p{len(self.params)}"
+            self.params[name] = v
+            names.append(f"{{{name}:String}}")
+        return ", ".join(names)
+
+    def variable(self, name: str, fmt: str) -> str | None:
+        values = self.ctx.variables.get(name)
         if values is None:
-            return m.group(0)
-        if _is_all(values):
-            values = []
-        if fmt == "singlequote":
-            return ",".join(_quote(v) for v in values) if values else "''"
-        return ",".join(values)
+            return None
+        if len(values) > MAX_VALUES or any(len(v) > MAX_VALUE_CHARS for v in values):
+            raise MacroError(f"too many or too long values for ${name}")
+        if fmt not in ("", "singlequote"):
+            raise MacroError(f"unsupported variable format {fmt!r}")
+        chosen = [] if _is_all(values) else values
+        return self.bind(chosen) if chosen else "''"
 
-    return re.sub(r"\$\{(?P<name>\w+)(?::(?P<fmt>\w+))?\}|\$(?P<name2>\w+)", sub, sql)
+    def expand(self, sql: str, depth: int = 0) -> str:
+        if depth > MAX_DEPTH:
+            raise MacroError("macros nested too deeply")
+        out: list[str] = []
+        size, i, n = 0, 0, len(sql)
+        while i < n:
+            c = sql[i]
+            if c in "'\"`":
+                j = _skip_quoted(sql, i)
+                if "$" in sql[i:j] and any(
+                    (ref := _name_at(sql, k)) is not None and ref[0] in self.ctx.variables
+                    for k in range(i, j)
+                    if sql[k] == "$"
+                ):
+                    raise MacroError("a variable inside a string literal cannot be bound: use ${name:singlequote}")
+                piece, i = sql[i:j], j
+            elif sql.startswith(("--", "/*"), i):
+                j = _skip_comment(sql, i)
+                piece, i = sql[i:j], j
+            elif c == "$":
+                piece, i = self.dollar(sql, i, depth)
+            else:
+                j = i + 1
+                while j < n and sql[j] not in "'\"`$-/":
+                    j += 1
+                piece, i = sql[i:j], j
+            size += len(piece)
+            if size > MAX_SQL_CHARS:
+                raise MacroError("the expanded query is too long")
+            out.append(piece)
+        return "".join(out)
 
-
-def _split_args(text: str) -> list[str]:
-    args, depth, cur, quote = [], 0, [], ""
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    args.append("".join(cur).strip())
-    return args
-
-
-def _find_call(sql: str, name: str) -> tuple[int, int, list[str]] | None:
-    i = sql.find(name + "(")
-    if i < 0:
-        return None
-    j = i + len(name) + 1
-    depth, quote = 1, ""
-    k = j
-    while k < len(sql) and depth:
-        ch = sql[k]
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        k += 1
-    if depth:
-        raise ValueError(f"unbalanced parentheses in {name}(")
-    return i, k, _split_args(sql[j : k - 1])
+    def dollar(self, sql: str, i: int, depth: int) -> tuple[str, int]:
+        if sql.startswith("$__conditionalAll(", i):
+            args, end = _call_args(sql, i + len("$__conditionalAll"))
+            if len(args) != 2:
+                raise MacroError("$__conditionalAll takes (condition, $variable)")
+            var = args[1].strip().lstrip("$").strip("{}")
+            if _is_all(self.ctx.variables.get(var)):
+                return "1=1", end
+            return f"({self.expand(args[0], depth + 1)})", end
+        for name, fn in self.funcs.items():
+            if sql.startswith("$" + name + "(", i):
+                args, end = _call_args(sql, i + 1 + len(name))
+                return fn([self.expand(a, depth + 1) for a in args]), end
+        for name, value in self.values.items():
+            if sql.startswith("$" + name, i):
+                return value, i + 1 + len(name)
+        ref = _name_at(sql, i)
+        if ref is not None and ref[0].startswith("__"):
+            raise MacroError(f"unsupported macro in: {sql[i : i + 40]}")
+        if ref is not None:
+            bound = self.variable(ref[0], ref[1])
+            if bound is not None:
+                return bound, ref[2]
+            return sql[i : ref[2]], ref[2]
+        return "$", i + 1
 
 
 def _duration_s(text: str) -> int:
     return int(parse_duration(text.strip().strip("'")))
 
 
+def expand_query(sql: str, ctx: QueryContext) -> Expanded:
+    """The panel SQL with macros expanded and variables bound as query parameters."""
+    e = _Expander(ctx)
+    return Expanded(e.expand(sql), e.params)
+
+
 def expand(sql: str, ctx: QueryContext) -> str:
-    """Expand ``$__conditionalAll`` (needs the raw variables), then variables, then macros."""
-    while (call := _find_call(sql, "$__conditionalAll")) is not None:
-        i, k, args = call
-        if len(args) != 2:
-            raise ValueError("$__conditionalAll takes (condition, $variable)")
-        var = args[1].strip().lstrip("$").strip("{}")
-        sql = sql[:i] + ("1=1" if _is_all(ctx.variables.get(var)) else f"({args[0]})") + sql[k:]
-    sql = expand_variables(sql, ctx)
-    f, t = int(ctx.from_s), int(ctx.to_s)
-    fm, tm = int(ctx.from_s * 1000), int(ctx.to_s * 1000)
-    iv = max(int(ctx.interval_s), 1)
-    funcs = {
-        "$__timeFilter_ms": lambda a: (
-            f"{a[0]} >= fromUnixTimestamp64Milli({fm}) AND {a[0]} <= fromUnixTimestamp64Milli({tm})"
-        ),
-        "$__timeFilter": lambda a: f"{a[0]} >= toDateTime({f}) AND {a[0]} <= toDateTime({t})",
-        "$__timeInterval_ms": lambda a: f"toStartOfInterval(toDateTime64({a[0]}, 3), INTERVAL {iv * 1000} millisecond)",
-        "$__timeInterval": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {iv} second)",
-        "$__timeGroup": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {_duration_s(a[1])} second)",
-        "$__timeFrom": lambda a: f"{a[0]} >= toDateTime({f})",
-        "$__timeTo": lambda a: f"{a[0]} <= toDateTime({t})",
-        "$__dateFilter": lambda a: f"{a[0]} >= toDate({f}) AND {a[0]} <= toDate({t})",
-    }
-    for name, fn in funcs.items():
-        while (call := _find_call(sql, name)) is not None:
-            i, k, args = call
-            sql = sql[:i] + fn(args) + sql[k:]
-    for name, value in (
-        ("$__fromTime_ms", f"fromUnixTimestamp64Milli({fm})"),
-        ("$__toTime_ms", f"fromUnixTimestamp64Milli({tm})"),
-        ("$__fromTime", f"toDateTime({f})"),
-        ("$__toTime", f"toDateTime({t})"),
-        ("$__interval_s", str(iv)),
-    ):
-        sql = sql.replace(name, value)
-    if "$__" in sql:
-        raise ValueError(f"unsupported macro in: {sql[sql.index('$__') :][:40]}")
-    return sql
+    """Macros and variables expanded into one text (values quoted): for tests and tools over trusted values."""
+    x = expand_query(sql, ctx)
+    for name, value in sorted(x.params.items(), key=lambda kv: -len(kv[0])):
+        x.sql = x.sql.replace(f"{{{name}:String}}", "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'")
+    return x.sql

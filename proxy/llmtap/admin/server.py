@@ -1,23 +1,26 @@
-"""Admin HTTP: ``/metrics``, ``/healthz``, ``POST /api/sql`` (read-only) and ``/``.
+"""Admin HTTP: ``/metrics``, ``/healthz``, ``POST /api/sql`` (read-only), the viewer (``/``) and its API.
 
-A small threaded stdlib server: it runs beside the proxy's event loop, so a slow
-query never touches the traffic.
+The transport and its limits are :mod:`.http` (its own event loop, bounded workers, timeouts); who
+may ask is :mod:`.auth` (token, session cookie, Host and Origin checks); what a query may do is
+:mod:`.reads` and :mod:`.sqlguard`. ``POST /api/sql`` takes ``{"query": ..., "format": ...,
+"params": {...}}`` as ``application/json`` with the token.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..telemetry.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..telemetry.metrics import Metrics
 from . import viewer
-from .sqlguard import ReadOnlyViolation, check_read_only
+from .auth import COOKIE, SECURITY_HEADERS, AdminAuth
+from .httpd import HttpServer, Request, Response, Route, text, urlpath
+from .reads import Reads, new_tag
+from .sqlguard import QueryRefused
 
 log = logging.getLogger("llmtap.admin")
 MAX_SQL_BYTES = 1024 * 1024
@@ -27,144 +30,173 @@ CONTENT_TYPES = {
     "CSV": "text/csv",
     "CSVWithNames": "text/csv",
 }
-
-QueryFn = Callable[[str, str], bytes]
 STATIC_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
     "/viewer.css": ("viewer.css", "text/css; charset=utf-8"),
 }
+QUERY_ROUTES = frozenset({"/api/sql", "/api/panel", "/api/variable"})
 
 
 class AdminState:
-    def __init__(self, metrics: Metrics, query: QueryFn, health: Callable[[], dict[str, Any]], token: str = "") -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        reads: Reads | None,
+        health: Callable[[], dict[str, Any]],
+        auth: AdminAuth,
+    ) -> None:
         self.metrics = metrics
-        self.query = query
+        self.reads = reads
         self.health = health
-        self.token = token
+        self.auth = auth
 
 
-def run_sql(query: QueryFn, sql: str, fmt: str) -> bytes:
-    """Guarded read-only query through ``query``; raises ReadOnlyViolation or the store's error."""
-    stmt = check_read_only(sql)
-    if not fmt.replace("_", "").isalnum():
-        raise ReadOnlyViolation(f"invalid output format {fmt!r}")
-    return query(stmt, fmt)
+def route(method: str, path: str) -> Route:
+    if method == "POST" and path in QUERY_ROUTES:
+        return Route(MAX_SQL_BYTES, heavy=True)
+    if method == "POST" and path in ("/api/login", "/api/logout"):
+        return Route(4096)
+    return Route()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "llmtap-admin"
-    state: AdminState
+def _json(status: int, obj: Any) -> Response:
+    return Response(status, json.dumps(obj, default=str).encode(), "application/json")
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("admin: " + format, *args)
 
-    def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
+def _is_json(req: Request) -> bool:
+    return req.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "application/json"
 
-    def _authorized(self) -> bool:
-        if not self.state.token:
-            return True
-        if self.headers.get("Authorization", "") == f"Bearer {self.state.token}":
-            return True
-        self._send(401, b"missing or wrong bearer token\n")
-        return False
 
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        if url.path == "/healthz":
+class Admin:
+    """The request handler: checks, then the route."""
+
+    def __init__(self, state: AdminState) -> None:
+        self.state = state
+
+    def __call__(self, req: Request) -> Response:
+        path = urlpath(req.path)
+        auth = self.state.auth
+        if path == "/healthz" and req.method == "GET":
             h = self.state.health()
-            self._send(200 if h.get("status") == "ok" else 503, json.dumps(h).encode(), "application/json")
-            return
-        if not self._authorized():
-            return
-        if url.path == "/metrics":
-            self._send(200, self.state.metrics.exposition(), METRICS_CONTENT_TYPE)
-        elif url.path in STATIC_FILES:
-            name, ctype = STATIC_FILES[url.path]
-            self._send(200, (viewer.STATIC / name).read_bytes(), ctype)
-        elif url.path == "/api/dashboards":
+            return _json(200 if h.get("status") == "ok" else 503, h)
+        bearer = auth.bearer_ok(req.headers)
+        if not bearer and not auth.host_ok(req.headers):
+            return text(421, "unknown Host: use a loopback address, an IP, or --admin-allowed-host NAME")
+        api = path.startswith("/api/") or path == "/metrics" or req.method == "POST"
+        if api and not auth.same_origin(req.headers):
+            return text(403, "cross-origin requests are refused")
+        if req.method == "GET":
+            return self.get(req, path, bearer)
+        if path == "/api/login":
+            return self.login(req)
+        if path == "/api/logout":
+            return Response(
+                204, headers=[("Set-Cookie", f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")]
+            )
+        if path not in QUERY_ROUTES:
+            return text(404, "not found")
+        if not _is_json(req):
+            return text(415, "POST a JSON body (Content-Type: application/json)")
+        if not (bearer or auth.cookie_ok(req.headers)):
+            return _json(401, {"error": "missing or wrong admin token"})
+        if self.state.reads is None:
+            return text(503, "this sidecar runs with --store none: query the store the collector writes to")
+        try:
+            body = json.loads(req.body or b"{}")
+        except ValueError:
+            return text(400, 'expected {"query": "...", "format": "..."}')
+        if not isinstance(body, dict):
+            return text(400, "expected a JSON object")
+        if path == "/api/sql":
+            return self.sql(req, body)
+        return self.viewer(req, path, body)
+
+    def get(self, req: Request, path: str, bearer: bool) -> Response:
+        auth = self.state.auth
+        if path == "/metrics":
+            if auth.explicit and not (bearer or auth.cookie_ok(req.headers)):
+                return text(401, "missing or wrong bearer token")
+            return Response(200, self.state.metrics.exposition(), METRICS_CONTENT_TYPE)
+        if path in STATIC_FILES:
+            name, ctype = STATIC_FILES[path]
+            return Response(200, (viewer.STATIC / name).read_bytes(), ctype)
+        if path == "/api/session":
+            return _json(200, {"authenticated": bearer or auth.cookie_ok(req.headers)})
+        if path == "/api/dashboards":
             boards = viewer.load_dashboards()
-            listing = [{"uid": b["uid"], "title": b["title"]} for b in boards.values()]
-            self._send(200, json.dumps(listing).encode(), "application/json")
-        elif url.path.startswith("/api/dashboards/"):
-            board = viewer.load_dashboards().get(url.path.rsplit("/", 1)[1])
-            if board is None:
-                self._send(404, b"no such dashboard\n")
-            else:
-                self._send(200, json.dumps(board).encode(), "application/json")
-        else:
-            self._send(404, b"not found\n")
+            return _json(200, [{"uid": b["uid"], "title": b["title"]} for b in boards.values()])
+        if path.startswith("/api/dashboards/"):
+            board = viewer.load_dashboards().get(path.rsplit("/", 1)[1])
+            return text(404, "no such dashboard") if board is None else _json(200, board)
+        return text(404, "not found")
 
-    def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        if url.path in ("/api/panel", "/api/variable"):
-            if self._authorized():
-                self._viewer(url.path)
-            return
-        if url.path != "/api/sql":
-            self._send(404, b"not found\n")
-            return
-        if not self._authorized():
-            return
-        n = int(self.headers.get("Content-Length") or 0)
-        if n > MAX_SQL_BYTES:
-            self._send(413, b"query too large\n")
-            return
-        raw = self.rfile.read(n).decode("utf-8", "replace")
-        fmt = parse_qs(url.query).get("format", ["JSONEachRow"])[0]
-        sql = raw
-        if self.headers.get("Content-Type", "").startswith("application/json"):
-            try:
-                req = json.loads(raw)
-                sql, fmt = req["query"], req.get("format", fmt)
-            except (ValueError, KeyError, TypeError):
-                self._send(400, b'expected {"query": "...", "format": "..."}\n')
-                return
+    def login(self, req: Request) -> Response:
+        if not _is_json(req):
+            return text(415, "POST a JSON body (Content-Type: application/json)")
         try:
-            body = run_sql(self.state.query, sql, fmt)
-        except ReadOnlyViolation as e:
-            self._send(403, f"refused: {e}\n".encode())
-            return
+            token = json.loads(req.body or b"{}").get("token", "")
+        except (ValueError, AttributeError):
+            token = ""
+        if not isinstance(token, str) or not self.state.auth.token_ok(token):
+            return _json(401, {"error": "wrong token (see <data-dir>/admin-token)"})
+        return Response(204, headers=[("Set-Cookie", self.state.auth.session_cookie())])
+
+    def _cancellable(self, req: Request) -> str:
+        reads = self.state.reads
+        tag = new_tag()
+        if reads is not None:
+            req.cancel = lambda: reads.cancel(tag)
+        return tag
+
+    def sql(self, req: Request, body: dict[str, Any]) -> Response:
+        assert self.state.reads is not None
+        fmt = body.get("format") or parse_qs(urlsplit(req.path).query).get("format", ["JSONEachRow"])[0]
+        query = body.get("query")
+        if not isinstance(query, str):
+            return text(400, 'expected {"query": "...", "format": "..."}')
+        try:
+            out = self.state.reads.run(query, fmt, body.get("params"), self._cancellable(req))
+        except QueryRefused as e:
+            return text(403, f"refused: {e}")
         except Exception as e:
-            self._send(400, f"query failed: {e}\n".encode())
-            return
-        self._send(200, body, CONTENT_TYPES.get(fmt, "text/plain; charset=utf-8"))
+            return text(400, f"query failed: {_first_line(e)}")
+        return Response(200, out, CONTENT_TYPES.get(fmt, "text/plain; charset=utf-8"))
 
-    def _viewer(self, path: str) -> None:
-        n = int(self.headers.get("Content-Length") or 0)
+    def viewer(self, req: Request, path: str, body: dict[str, Any]) -> Response:
+        reads = self.state.reads
+        assert reads is not None
+        tag = self._cancellable(req)
+
+        def query(sql: str, fmt: str, params: dict[str, str]) -> bytes:
+            return reads.run(sql, fmt, params, tag)
+
         try:
-            req = json.loads(self.rfile.read(min(n, MAX_SQL_BYTES)) or b"{}")
             boards = viewer.load_dashboards()
             if path == "/api/panel":
-                out: Any = viewer.panel_data(self.state.query, boards, req)
+                out: Any = viewer.panel_data(query, boards, body)
             else:
-                out = viewer.variable_values(self.state.query, boards, req)
-        except (ValueError, ReadOnlyViolation) as e:
-            self._send(400, json.dumps({"error": str(e)}).encode(), "application/json")
-            return
+                out = viewer.variable_values(query, boards, body)
+        except (ValueError, QueryRefused) as e:
+            return _json(400, {"error": str(e)})
         except Exception as e:
-            self._send(500, json.dumps({"error": f"query failed: {e}"[:2000]}).encode(), "application/json")
-            return
-        self._send(200, json.dumps(out, default=str).encode(), "application/json")
+            return _json(500, {"error": f"query failed: {_first_line(e)}"[:2000]})
+        return _json(200, out)
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return (s.splitlines()[0] if s else type(e).__name__)[:2000]
 
 
 class AdminServer:
     def __init__(self, host: str, port: int, state: AdminState) -> None:
-        handler = type("Handler", (_Handler,), {"state": state})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self.address = self.httpd.server_address
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="llmtap-admin", daemon=True)
+        self.state = state
+        self.http = HttpServer(host, port, route, Admin(state), SECURITY_HEADERS)
+        self.address = self.http.address
 
     def start(self) -> None:
-        self._thread.start()
+        self.http.start()
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.close()

@@ -1,147 +1,351 @@
-"""Read-only SQL: one SELECT/WITH/SHOW/DESCRIBE/EXPLAIN statement, nothing else.
+"""Read-only SQL, decided by the engine's own parser: one query over llmtap's tables, nothing else.
 
-The check tokenizes the query (strings, quoted identifiers and comments are
-skipped) so that keywords inside literals do not trip it, then refuses anything
-that could write, change settings or reach files, URLs or other servers.
+The query text never reaches the engine as SQL before it is checked. The engine parses it as
+*data* (a bound query parameter): ``formatQuerySingleLine`` rejects anything that is not exactly
+one statement and returns its canonical text; ``parseQueryToJSON`` of that canonical text gives
+its syntax tree. The tree is walked against an allow-list: every node type and every field must
+be known, so new syntax is refused until it is reviewed. What runs is the canonical text, so what
+was checked is what executes (no comment, quoting or second-statement trick survives the round
+trip). On top of that, the store runs admin queries with ``readonly = 1`` and resource limits
+(:mod:`llmtap.store.readonly`), on a session of their own.
+
+Allowed: ``SELECT`` (with ``WITH``, ``UNION``, joins, subqueries, window functions, ...) over
+``llm_calls``, ``llm_calls_hourly``, ``llm_content``, ``otel_traces`` and ``llmtap_schema`` (by
+name, or qualified with the store's database) and the query's own CTEs; functions from the
+engine's list minus those that reach files, URLs, other servers, the process or its environment
+(:mod:`.sqlfunctions`); ``EXPLAIN`` of such a query; ``SHOW TABLES``/``SHOW COLUMNS`` of the
+store's database; ``DESCRIBE``/``SHOW CREATE``/``EXISTS`` of llmtap's tables. Refused: table
+functions (all of them), other databases (``system`` included), ``SETTINGS``, ``INTO OUTFILE``,
+``FORMAT`` (the format is an API parameter), and every other statement.
 """
 
 from __future__ import annotations
 
-import re
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-ALLOWED_FIRST = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"})
-FORBIDDEN_WORDS = frozenset(
+from .sqlfunctions import load as load_functions
+
+ALLOWED_TABLES = frozenset({"llm_calls", "llm_calls_hourly", "llm_content", "otel_traces", "llmtap_schema"})
+EXPLAIN_KINDS = frozenset(
     {
-        "INSERT",
-        "ALTER",
-        "CREATE",
-        "DROP",
-        "TRUNCATE",
-        "RENAME",
-        "ATTACH",
-        "DETACH",
-        "OPTIMIZE",
-        "GRANT",
-        "REVOKE",
-        "KILL",
-        "SET",
-        "SETTINGS",
-        "INTO",
-        "OUTFILE",
-        "DELETE",
-        "UPDATE",
-        "USE",
-        "BACKUP",
-        "RESTORE",
-        "EXCHANGE",
-        "UNDROP",
-        "MOVE",
+        "EXPLAIN",
+        "EXPLAIN AST",
+        "EXPLAIN SYNTAX",
+        "EXPLAIN QUERY TREE",
+        "EXPLAIN PLAN",
+        "EXPLAIN PIPELINE",
+        "EXPLAIN ESTIMATE",
     }
 )
-# Table functions and engines that read files, URLs, other servers or run programs.
-FORBIDDEN_FUNCTIONS = frozenset(
-    {
-        "file",
-        "url",
-        "s3",
-        "s3cluster",
-        "gcs",
-        "azureblobstorage",
-        "azureblobstoragecluster",
-        "hdfs",
-        "hdfscluster",
-        "remote",
-        "remotesecure",
-        "cluster",
-        "clusterallreplicas",
-        "mysql",
-        "postgresql",
-        "mongodb",
-        "redis",
-        "sqlite",
-        "odbc",
-        "jdbc",
-        "executable",
-        "input",
-        "iceberg",
-        "icebergs3",
-        "deltalake",
-        "hudi",
-        "urlcluster",
-        "filecluster",
-        "python",
-        "dictionary",
-        "loop",
-        "fuzzjson",
-        "fuzzquery",
-        "generaterandom",
-        "merge",
-        "view",
-        "viewifpermitted",
-        "paimon",
-        "arrowflight",
-        "ytsaurus",
-    }
-)
-
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<comment>--[^\n]*|\#[^\n]*|/\*.*?\*/)
-  | (?P<str>'(?:[^'\\]|\\.|'')*')
-  | (?P<qid>"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-  | (?P<semi>;)
-  | (?P<bad>['"`]|/\*)
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+EXPLAIN_OPTIONS = frozenset(
+    {"header", "description", "indexes", "actions", "json", "sorting", "keep_logical_steps", "graph", "compact",
+     "optimize", "run_passes", "dump_passes", "passes", "dump_tree", "dump_ast", "oneline", "query_tree_passes",
+     "projections", "distributed", "pretty"}
+)  # fmt: skip
+# Functions whose right-hand argument may name a table (``x IN some_table``).
+IN_FUNCTIONS = frozenset(
+    {"in", "notIn", "globalIn", "globalNotIn", "nullIn", "notNullIn", "globalNullIn", "globalNotNullIn", "inIgnoreSet",
+     "notInIgnoreSet"}
+)  # fmt: skip
+MAX_QUERY_CHARS = 256 * 1024
 
 
-class ReadOnlyViolation(ValueError):
-    pass
+class QueryRefused(ValueError):
+    """The query is not a read of llmtap's tables (or does not parse)."""
 
 
-def check_read_only(sql: str) -> str:
-    """Return the statement (without a trailing ``;``) or raise :class:`ReadOnlyViolation`."""
-    if not sql or not sql.strip():
-        raise ReadOnlyViolation("empty query")
-    tokens: list[tuple[str, str]] = []
-    pos = 0
-    for m in _TOKEN.finditer(sql):
-        if m.start() != pos:
-            raise ReadOnlyViolation("unterminated string or comment")
-        pos = m.end()
-        kind = m.lastgroup or "other"
-        if kind == "bad":
-            raise ReadOnlyViolation("unterminated string, identifier or comment")
-        if kind in ("ws", "comment"):
-            continue
-        tokens.append((kind, m.group()))
-    if pos != len(sql):
-        raise ReadOnlyViolation("unterminated string or comment")
-    # At most one statement: a ';' is allowed only as the very last token.
-    semis = [i for i, (k, _) in enumerate(tokens) if k == "semi"]
-    if semis and (len(semis) > 1 or semis[0] != len(tokens) - 1):
-        raise ReadOnlyViolation("only a single statement is allowed")
-    if semis:
-        tokens = tokens[:-1]
-    if not tokens:
-        raise ReadOnlyViolation("empty query")
-    first = tokens[0][1].upper() if tokens[0][0] == "word" else ""
-    if first not in ALLOWED_FIRST:
-        raise ReadOnlyViolation(
-            f"only read-only queries are allowed (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN); got {tokens[0][1]!r}"
-        )
-    for i, (kind, text) in enumerate(tokens):
-        if kind != "word":
-            continue
-        up = text.upper()
-        if up in FORBIDDEN_WORDS and not (first == "SHOW" and up == "CREATE" and i == 1):
-            raise ReadOnlyViolation(f"{up} is not allowed in a read-only query")
-        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
-        if nxt == "(" and text.lower() in FORBIDDEN_FUNCTIONS:
-            raise ReadOnlyViolation(f"table function {text}() is not allowed")
-    end = sql.rstrip()
-    return end[:-1].rstrip() if end.endswith(";") else end
+# Kept for callers of the earlier string guard.
+ReadOnlyViolation = QueryRefused
+
+
+class Parser(Protocol):
+    """The engine's parser, reached with the query as a bound parameter (never as SQL)."""
+
+    def canonical(self, sql: str) -> str:
+        """``formatQuerySingleLine(sql)``: one statement's canonical text; raises on anything else."""
+        ...
+
+    def syntax_tree(self, sql: str) -> dict[str, Any] | None:
+        """``parseQueryToJSON(sql)``; None for a statement the engine cannot serialize (DESCRIBE, ...)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Checked:
+    text: str  # the canonical statement to run
+    kind: str  # "select", "explain", "show", "describe"
+    params: frozenset[str] = frozenset()  # the query parameters ({name:Type}) it uses
+
+
+# Node type → the fields it may carry (besides "type"). A field not listed refuses the query.
+_ALIAS = {"alias", "prefer_alias_to_column_name"}
+RULES: dict[str, frozenset[str]] = {
+    k: frozenset(v)
+    for k, v in {
+        "SelectWithUnionQuery": {"union_mode", "list_of_modes", "list_of_selects", "is_outfile_append",
+                                 "is_outfile_truncate", "is_into_outfile_with_stdout"},
+        "SelectIntersectExceptQuery": {"final_operator", "children"},
+        "SelectQuery": {"with", "select", "tables", "prewhere", "where", "group_by", "having", "window", "qualify",
+                        "order_by", "limit_by_offset", "limit_by_length", "limit_by", "limit_offset", "limit_length",
+                        "interpolate", "distinct", "group_by_with_totals", "group_by_with_rollup",
+                        "group_by_with_cube", "group_by_with_constant_keys", "group_by_all",
+                        "group_by_with_grouping_sets",
+                        "order_by_all", "limit_with_ties", "recursive_with", "limit_by_all"},
+        "ExpressionList": {"children", "separator"},
+        "TablesInSelectQuery": {"children"},
+        "TablesInSelectQueryElement": {"table_expression", "table_join", "array_join"},
+        "TableExpression": {"database_and_table_name", "subquery", "final", "sample_size", "sample_offset"},
+        "TableJoin": {"kind", "strictness", "locality", "on_expression", "using_expression_list"},
+        "ArrayJoin": {"kind", "expression_list"},
+        "TableIdentifier": {"name", "name_parts", *_ALIAS},
+        "Identifier": {"name", "name_parts", *_ALIAS},
+        "Literal": {"value", "custom_type", *_ALIAS},
+        "QueryParameter": {"name", "param_type", *_ALIAS},
+        "Function": {"name", "arguments", "parameters", "is_operator", "window_definition", "window_name",
+                     "nulls_action", "is_lambda_function", "kind", "is_window_function",
+                     "compute_after_window_functions",
+                     "no_empty_args", *_ALIAS},
+        "Asterisk": {"transformers", "expression"},
+        "QualifiedAsterisk": {"qualifier", "transformers"},
+        "ColumnsRegexpMatcher": {"pattern", "transformers", "expression"},
+        "ColumnsListMatcher": {"column_list", "transformers", "expression"},
+        "QualifiedColumnsRegexpMatcher": {"pattern", "qualifier", "transformers"},
+        "QualifiedColumnsListMatcher": {"column_list", "qualifier", "transformers"},
+        "ColumnsTransformerList": {"children"},
+        "ColumnsApplyTransformer": {"func_name", "parameters", "lambda", "lambda_arg", "column_name_prefix"},
+        "ColumnsExceptTransformer": {"children", "is_strict", "pattern"},
+        "ColumnsReplaceTransformer": {"children", "is_strict"},
+        "ColumnsReplaceTransformerReplacement": {"name", "expression"},
+        "OrderByElement": {"direction", "nulls_direction", "nulls_direction_was_explicitly_specified", "collation",
+                           "with_fill", "fill_from", "fill_to", "fill_step", "fill_staleness", "expression"},
+        "InterpolateElement": {"column", "expr"},
+        "Subquery": {"children", "cte_name", *_ALIAS},
+        "WithElement": {"name", "subquery", "aliases", "materialized"},
+        "WindowDefinition": {"parent_window_name", "partition_by", "order_by", "frame_is_default", "frame_type",
+                             "frame_begin_type", "frame_begin_offset", "frame_begin_preceding", "frame_end_type",
+                             "frame_end_offset", "frame_end_preceding"},
+        "WindowListElement": {"name", "definition"},
+        "SampleRatio": {"numerator", "denominator"},
+        "ExplainQuery": {"kind", "query", "settings", "is_outfile_append", "is_outfile_truncate",
+                         "is_into_outfile_with_stdout"},
+        "ShowTablesQuery": {"like", "not_like", "case_insensitive_like", "from", "is_outfile_append",
+                            "is_outfile_truncate", "is_into_outfile_with_stdout", "limit_length", "full", "terse"},
+        "ShowColumnsQuery": {"table", "database", "like", "not_like", "case_insensitive_like", "extended", "full",
+                             "limit", "is_outfile_append", "is_outfile_truncate", "is_into_outfile_with_stdout"},
+    }.items()
+}  # fmt: skip
+
+
+def _refuse(why: str) -> QueryRefused:
+    return QueryRefused(why)
+
+
+def _nodes(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "type" in value:
+            yield value
+        else:  # a plain object (a literal's value): nothing to walk
+            return
+    elif isinstance(value, list):
+        for v in value:
+            yield from _nodes(v)
+
+
+def _cte_names(node: Any) -> set[str]:
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("type") == "WithElement" and isinstance(n.get("name"), str):
+                names.add(n["name"])
+            stack.extend(n.values())
+        elif isinstance(n, list):
+            stack.extend(n)
+    return names
+
+
+class _Walk:
+    def __init__(self, db: str, ctes: set[str]) -> None:
+        self.db = db
+        self.ctes = ctes
+        self.functions = load_functions()
+        self.depth = 0
+        self.params: set[str] = set()
+
+    def table(self, node: dict[str, Any], what: str) -> None:
+        parts = node.get("name_parts") or [node.get("name", "")]
+        if not all(isinstance(p, str) for p in parts):
+            raise _refuse(f"unreadable {what}")
+        if len(parts) == 1 and (parts[0] in ALLOWED_TABLES or parts[0] in self.ctes):
+            return
+        if len(parts) == 2 and parts[0] == self.db and parts[1] in ALLOWED_TABLES:
+            return
+        raise _refuse(f"{what} {'.'.join(parts)!r} is not one of llmtap's tables ({', '.join(sorted(ALLOWED_TABLES))})")
+
+    def node(self, node: dict[str, Any]) -> None:
+        self.depth += 1
+        if self.depth > 2000:
+            raise _refuse("query too deeply nested")
+        t = node.get("type")
+        if t == "SetQuery":
+            raise _refuse("SETTINGS is not allowed in an admin query (limits are set by llmtap)")
+        if not isinstance(t, str) or t not in RULES:
+            raise _refuse(f"{t} is not allowed in a read-only query")
+        allowed = RULES[t]
+        for key in node:
+            if key != "type" and key not in allowed:
+                raise _refuse(self._field_message(t, key))
+        if t == "SelectWithUnionQuery":
+            if (
+                node.get("is_into_outfile_with_stdout")
+                or node.get("is_outfile_append")
+                or node.get("is_outfile_truncate")
+            ):
+                raise _refuse("INTO OUTFILE is not allowed")
+        elif t == "TableIdentifier":
+            self.table(node, "table")
+        elif t == "QueryParameter":
+            self.params.add(str(node.get("name")))
+        elif t == "Function":
+            self.function(node)
+        elif t == "ExplainQuery":
+            raise _refuse("EXPLAIN is only allowed as the whole statement")
+        for key, value in node.items():
+            if key in ("type", "name", "name_parts"):
+                continue
+            for child in _nodes(value):
+                self.node(child)
+        self.depth -= 1
+
+    @staticmethod
+    def _field_message(t: str, key: str) -> str:
+        if key in ("out_file", "is_into_outfile_with_stdout"):
+            return "INTO OUTFILE is not allowed"
+        if key == "format_ast":
+            return "FORMAT is not allowed in the query (pass the output format as a parameter)"
+        if key in ("settings_ast", "settings"):
+            return "SETTINGS is not allowed in an admin query (limits are set by llmtap)"
+        if key == "table_function":
+            return "table functions are not allowed (they reach files, URLs, other servers or programs)"
+        if key == "compression":
+            return "COMPRESSION is not allowed"
+        return f"{t}.{key} is not allowed in a read-only query"
+
+    def function(self, node: dict[str, Any]) -> None:
+        name = node.get("name")
+        if not isinstance(name, str) or not self.functions.is_allowed(name):
+            why = self.functions.denied.get(str(name), "not a function llmtap allows")
+            raise _refuse(f"function {name}() is not allowed: {why}")
+        if name in IN_FUNCTIONS:
+            args = node.get("arguments", {}).get("children", [])
+            if len(args) == 2 and isinstance(args[1], dict) and args[1].get("type") == "Identifier":
+                self.table(args[1], "IN table")
+
+
+def _check_select(tree: dict[str, Any], db: str) -> frozenset[str]:
+    if tree.get("type") != "SelectWithUnionQuery":
+        raise _refuse(f"{tree.get('type')} is not a read-only query")
+    walk = _Walk(db, _cte_names(tree))
+    walk.node(tree)
+    return frozenset(walk.params)
+
+
+def _check_tree(tree: dict[str, Any], db: str) -> tuple[str, frozenset[str]]:
+    t = tree.get("type")
+    if t == "SelectWithUnionQuery":
+        return "select", _check_select(tree, db)
+    if t == "ExplainQuery":
+        for key in tree:
+            if key != "type" and key not in RULES[t]:
+                raise _refuse(_Walk._field_message(t, key))
+        if tree.get("kind") not in EXPLAIN_KINDS:
+            raise _refuse(f"{tree.get('kind')} is not allowed")
+        settings = tree.get("settings")
+        if settings is not None:
+            for change in settings.get("changes", []):
+                if change.get("name") not in EXPLAIN_OPTIONS:
+                    raise _refuse(f"EXPLAIN option {change.get('name')!r} is not allowed")
+        query = tree.get("query")
+        if not isinstance(query, dict):
+            raise _refuse("EXPLAIN needs a query")
+        return "explain", _check_select(query, db)
+    if t in ("ShowTablesQuery", "ShowColumnsQuery"):
+        for key in tree:
+            if key != "type" and key not in RULES[t]:
+                raise _refuse(_Walk._field_message(t, key))
+        if t == "ShowTablesQuery":
+            src = tree.get("from")
+            if src is not None and not (isinstance(src, dict) and src.get("name") == db and "name_parts" not in src):
+                raise _refuse(f"SHOW TABLES is only allowed for the store's database ({db})")
+        else:
+            if tree.get("database") not in (None, "", db) or tree.get("table") not in ALLOWED_TABLES:
+                raise _refuse("SHOW COLUMNS is only allowed for llmtap's tables")
+        return "show", frozenset()
+    raise _refuse(f"{t} is not allowed: only SELECT, WITH, EXPLAIN, SHOW TABLES/COLUMNS and DESCRIBE")
+
+
+def described_statements(db: str) -> list[str]:
+    """The DESCRIBE / SHOW CREATE / EXISTS statements allowed (the engine has no tree for them)."""
+    out = []
+    for table in sorted(ALLOWED_TABLES):
+        for name in (table, f"{db}.{table}"):
+            out += [f"DESCRIBE TABLE {name}", f"SHOW CREATE TABLE {name}", f"EXISTS TABLE {name}"]
+    return out
+
+
+class Guard:
+    """The admin query check for one store: its parser and its database."""
+
+    def __init__(self, parser: Parser, db: str) -> None:
+        self.parser = parser
+        self.db = db
+        self._described: frozenset[str] | None = None
+
+    def check(self, sql: str) -> Checked:
+        if not isinstance(sql, str) or not sql.strip():
+            raise _refuse("empty query")
+        if len(sql) > MAX_QUERY_CHARS:
+            raise _refuse(f"query longer than {MAX_QUERY_CHARS} characters")
+        try:
+            text = self.parser.canonical(sql)
+        except QueryRefused:
+            raise
+        except Exception as e:
+            raise _refuse(f"not a single valid statement: {_engine_message(e)}") from None
+        try:
+            tree = self.parser.syntax_tree(text)
+        except Exception as e:
+            raise _refuse(f"cannot parse the query: {_engine_message(e)}") from None
+        if tree is None:
+            if text in self.described():
+                return Checked(text, "describe")
+            raise _refuse(
+                "only SELECT, WITH, EXPLAIN, SHOW TABLES/COLUMNS and DESCRIBE/SHOW CREATE/EXISTS of llmtap's tables"
+            )
+        kind, params = _check_tree(tree, self.db)
+        return Checked(text, kind, params)
+
+    def described(self) -> frozenset[str]:
+        if self._described is None:
+            self._described = frozenset(self.parser.canonical(s) for s in described_statements(self.db))
+        return self._described
+
+
+def _engine_message(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    cut = msg.find(": In scope SELECT")
+    return (msg[:cut] if cut > 0 else msg)[:300]
+
+
+def tree_of(raw: bytes) -> dict[str, Any] | None:
+    """Decode the engine's ``parseQueryToJSON`` answer (a JSONEachRow line with column ``j``)."""
+    line = raw.strip().splitlines()[0] if raw.strip() else b"{}"
+    value = json.loads(line).get("j")
+    if not isinstance(value, str):
+        return None
+    tree = json.loads(value)
+    return tree if isinstance(tree, dict) else None

@@ -1,8 +1,9 @@
 """The built-in viewer's API: the panels of dashboards/*.json, run against the sidecar's store.
 
 Panel SQL comes from the dashboard files on the server (clients send a dashboard uid, a panel
-id, the time range and variable values, never SQL); macros and variables are expanded the
-way the Grafana ClickHouse plugin expands them, and the result passes the read-only guard.
+id, the time range and variable values, never SQL); macros are expanded the way the Grafana
+ClickHouse plugin expands them, variable values are bound as query parameters (never spliced
+into the SQL), and the result runs through the same guarded read path as ``/api/sql``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .macros import ALL, QueryContext, expand
-from .sqlguard import check_read_only
+from .macros import ALL, Expanded, MacroError, QueryContext, expand_query
 
-QueryFn = Callable[[str, str], bytes]
+# (sql, format, params) → the result in that format, through the guarded read path.
+QueryFn = Callable[[str, str, dict[str, str]], bytes]
 STATIC = Path(__file__).parent / "static"
 MAX_ROWS = 5000
 
@@ -54,7 +55,11 @@ class ViewerError(ValueError):
     pass
 
 
-def _context(req: dict[str, Any]) -> QueryContext:
+def _declared(board: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(board.get("templating", {}).get("list", []))
+
+
+def _context(req: dict[str, Any], board: dict[str, Any]) -> QueryContext:
     now = time.time()
     try:
         to_s = float(req.get("to") or now)
@@ -64,17 +69,40 @@ def _context(req: dict[str, Any]) -> QueryContext:
         raise ViewerError("from/to must be unix seconds") from None
     if from_s >= to_s:
         raise ViewerError("the time range is empty")
-    interval = req.get("interval") or max(math.ceil((to_s - from_s) / max(max_points, 1)), 1)
+    if not all(math.isfinite(x) for x in (from_s, to_s)):
+        raise ViewerError("from/to must be unix seconds")
+    try:
+        interval = int(req.get("interval") or max(math.ceil((to_s - from_s) / max(max_points, 1)), 1))
+    except (TypeError, ValueError):
+        raise ViewerError("interval must be seconds") from None
     nice = [10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400]
-    interval = next((n for n in nice if n >= int(interval)), 86400)
+    interval = next((n for n in nice if n >= interval), 86400)
     raw_vars = req.get("vars") or {}
-    variables = {str(k): [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in raw_vars.items()}
+    if not isinstance(raw_vars, dict):
+        raise ViewerError("vars must be an object")
+    variables: dict[str, list[str]] = {}
+    for v in _declared(board):  # only the board's own variables; anything else is ignored
+        name = v["name"]
+        given = raw_vars.get(name)
+        if given is None:
+            variables[name] = [ALL] if v.get("includeAll") else []
+            continue
+        values = given if isinstance(given, list) else [given]
+        if not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
+            raise ViewerError(f"values of {name} must be strings")
+        variables[name] = [str(x) for x in values]
     return QueryContext(from_s, to_s, interval, variables)
 
 
-def _frame(query: QueryFn, sql: str) -> dict[str, Any]:
-    stmt = check_read_only(sql)
-    raw = json.loads(query(f"SELECT * FROM ({stmt}) LIMIT {MAX_ROWS}", "JSONCompact"))
+def _expand(sql: str, ctx: QueryContext) -> Expanded:
+    try:
+        return expand_query(sql, ctx)
+    except MacroError as e:
+        raise ViewerError(str(e)) from None
+
+
+def _frame(query: QueryFn, x: Expanded) -> dict[str, Any]:
+    raw = json.loads(query(f"SELECT * FROM ({x.sql}) LIMIT {MAX_ROWS}", "JSONCompact", x.params))
     return {"columns": raw.get("meta", []), "rows": raw.get("data", [])}
 
 
@@ -85,11 +113,8 @@ def panel_data(query: QueryFn, dashboards: dict[str, dict[str, Any]], req: dict[
     panel = next((p for p in board["panels"] if p.get("id") == req.get("panel")), None)
     if panel is None:
         raise ViewerError(f"no panel {req.get('panel')!r} in {board['uid']}")
-    ctx = _context(req)
-    for v in board.get("templating", {}).get("list", []):
-        ctx.variables.setdefault(v["name"], [ALL] if v.get("includeAll") else [])
-    sql = expand(panel["targets"][0]["rawSql"], ctx)
-    frame = _frame(query, sql)
+    ctx = _context(req, board)
+    frame = _frame(query, _expand(panel["targets"][0]["rawSql"], ctx))
     frame["interval_s"] = ctx.interval_s
     return frame
 
@@ -98,8 +123,8 @@ def variable_values(query: QueryFn, dashboards: dict[str, dict[str, Any]], req: 
     board = dashboards.get(str(req.get("uid")))
     if board is None:
         raise ViewerError(f"no dashboard {req.get('uid')!r}")
-    var = next((v for v in board.get("templating", {}).get("list", []) if v["name"] == req.get("name")), None)
+    var = next((v for v in _declared(board) if v["name"] == req.get("name")), None)
     if var is None or var.get("type") != "query":
         raise ViewerError(f"no query variable {req.get('name')!r}")
-    frame = _frame(query, expand(var["query"], _context(req)))
+    frame = _frame(query, _expand(var["query"], _context(req, board)))
     return [str(r[0]) for r in frame["rows"]]

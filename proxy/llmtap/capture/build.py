@@ -57,7 +57,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         stream=req.stream,
         status_code=cap.status,
         duration_ms=max(end.mono - f.start_mono, 0.0) * 1000.0,
-        request_bytes=len(f.body),
+        request_bytes=f.body_size if f.body_size >= 0 else len(f.body),
         response_bytes=cap.response_bytes,
         user_id=attr.get("user_id") or req.user,
         session_id=attr.get("session_id", ""),
@@ -65,7 +65,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         feature=attr.get("feature", ""),
         prompt_version=attr.get("prompt_version", ""),
         api_key_id=f.api_key_id,
-        request_hash=hashlib.sha256(f.body).hexdigest()[:32] if f.body else "",
+        request_hash=f.body_hash or (hashlib.sha256(f.body).hexdigest()[:32] if f.body else ""),
         max_output_tokens=req.max_output_tokens
         if req.max_output_tokens is None or 0 <= req.max_output_tokens < 2**32
         else None,
@@ -135,16 +135,25 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         r.mid_stream_error = True
         r.error_type = taxonomy.classify(0, err.code, err.type, err.message, err.status)
         r.finish_reason = "error"
+    elif end.kind == "sidecar_shutdown" and not obs.terminal:
+        # Cut by the sidecar's own shutdown at the end of its drain: neither the client's nor the provider's fault.
+        r.outcome = "cancelled"
+        r.finish_reason = "cancelled"
+        r.error_code = "sidecar_shutdown"
+        r.error_message = cap_message(end.message)
     elif end.kind == "client_disconnected" and not obs.terminal:
         # A client that leaves after the terminal event (SDKs stop reading at
         # [DONE] / message_stop) received the whole answer: that is not a cancel.
         r.outcome = "cancelled"
         r.finish_reason = "cancelled"
-    elif not obs.terminal and (
-        end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error)
+    elif (cut := _cut_short(cap, end)) or (
+        not obs.terminal
+        and (end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error))
     ):
+        # A body that ended before its Content-Length (or a broken HTTP message) fails the client's read
+        # even when the terminal event had arrived: an error, never ok.
         r.outcome = "error"
-        msg = end.message or "stream ended before its terminal event"
+        msg = end.message or cut or "stream ended before its terminal event"
         r.error_type = taxonomy.transport_error_type(msg)
         r.error_message = cap_message(msg)
         if cap.streamed:
@@ -160,6 +169,18 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
             r.retry_after_s = err.retry_after_s
         if r.retry_after_s is None:
             r.retry_after_s = taxonomy.retry_after_from_message(err.message)
+
+
+def _cut_short(cap: Capture, end: End) -> str:
+    """Why the response body is incomplete ('' when it is not, or when the client left first)."""
+    if end.kind == "client_disconnected" or cap.status in (204, 304) or cap.facts.method == "HEAD":
+        return ""
+    if end.kind == "upstream_error":
+        return end.message or "the upstream broke the response"
+    length = dict(cap.resp_headers).get("content-length", "")
+    if length.isdigit() and cap.response_bytes < int(length):
+        return f"response ended after {cap.response_bytes} of {int(length)} bytes (Content-Length)"
+    return ""
 
 
 def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: End) -> None:

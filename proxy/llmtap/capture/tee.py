@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,44 @@ from ..record import EndKind, Transport
 log = logging.getLogger("llmtap.capture")
 
 MAX_ERROR_BODY = 1024 * 1024
+# Bounds of the side parser, per response: decoded bytes it parses at all (beyond, it stops and the
+# record says so; the bytes keep flowing untouched), and decoded bytes per chunk on the event loop
+# (a compressed chunk that inflates further is inflated on the next chunk, or at the end on the worker).
+MAX_DECODED = 32 * 1024 * 1024
+LOOP_STEP = 32 * 1024
+# A stream whose decoding fell behind (only a bomb inflates that fast) is finished on the worker up to
+# this much more: parsing millions of tiny events there would hold the GIL the event loop needs.
+MAX_DEFERRED_STREAM = 1024 * 1024
+
+
+MAX_BUFFERED = 256 * 1024 * 1024  # bytes every JSON body being buffered may hold at once, all calls together
+
+
+class ResponseTooLarge(ValueError):
+    pass
+
+
+class SharedBudget:
+    """The :class:`~llmtap.decode.body.Budget` of all captures: buffered on the loop, freed on the worker."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        with self._lock:
+            if self.used + n > self.limit:
+                return False
+            self.used += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.used = max(self.used - n, 0)
+
+
+BUFFERED = SharedBudget(MAX_BUFFERED)
 
 
 @dataclass(slots=True)
@@ -50,6 +89,9 @@ class RequestFacts:
     parent_span_id: str = ""
     transport: Transport = "http"
     connection_id: str = ""  # the client connection (every call of one WebSocket shares it)
+    body_size: int = -1  # bytes on the wire when the body was streamed (``body`` is then empty)
+    body_hash: str = ""  # its hash, counted on the way (``request_hash``)
+    body_note: str = ""  # why its fields are missing (over the parse bound, undecodable), else ''
 
 
 @dataclass(slots=True)
@@ -73,20 +115,22 @@ class Capture:
         *,
         fed: bool = False,
         request: Any = None,
+        parsed: bool = False,
     ) -> None:
         """``fed``: the adapter has seen the request already (a WebSocket call: ``request`` is the
-        parsed message that started it), so it is not handed the body again."""
+        parsed message that started it), so it is not handed the body again. ``parsed``: ``request``
+        is the body, parsed already (off the event loop, within its bound)."""
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
         self.request_json: Any = request
-        if not fed:
+        if not fed and not parsed:  # a small body handed over whole: parsed here
             try:
                 self.request_json = json.loads(facts.body) if facts.body else None
             except ValueError:
                 self.request_json = None
         self.parsing = True
-        self.parse_error = ""
+        self.parse_error = facts.body_note
         try:
             if not fed:
                 adapter.on_request(self.request_json)
@@ -98,6 +142,7 @@ class Capture:
         self.headers_mono: float | None = None
         self.response_bytes = 0
         self.framing: Framing | None = None
+        self.decoded_bytes = 0
         self.error_body: Any = None  # the parsed body of a non-2xx response
         self._decoder: ContentDecoder | None = None
         self._framer: Framer | None = None
@@ -119,9 +164,11 @@ class Capture:
             if 200 <= status < 300:
                 self.framing = self.adapter.framing(hmap.get("content-type", "").lower(), self.facts.path)
                 self._framer = self.framing.new()
+                if isinstance(self._framer, JSONBody):
+                    self._framer.budget = BUFFERED
                 self._hook = getattr(self.adapter, self.framing.hook)
             else:  # an error body: parsed for the error taxonomy, never handed to the adapter
-                self._framer = JSONBody(MAX_ERROR_BODY)
+                self._framer = JSONBody(MAX_ERROR_BODY, BUFFERED)
                 self._hook = self._keep_error_body
         except Exception as e:
             self._parse_failed(e)
@@ -136,20 +183,44 @@ class Capture:
         self.response_bytes += len(data)
         return data
 
-    def _feed(self, data: bytes, t: float) -> None:
-        framer, hook = self._framer, self._hook
+    def _feed(self, data: bytes, t: float, step: int = LOOP_STEP) -> None:
+        framer, hook, decoder = self._framer, self._hook, self._decoder
         if framer is None or hook is None:
             return
-        if self._decoder is not None:
-            data = self._decoder.decode(data)
+        if decoder is None:
+            self._frames(framer, hook, data, t)
+            return
+        piece = decoder.decode(data, step)
+        while True:
+            self._frames(framer, hook, piece, t)
+            step -= len(piece)
+            if step <= 0 or not decoder.pending():
+                return
+            piece = decoder.decode(b"", step)
+
+    def _frames(self, framer: Framer, hook: Callable[[Any, float], None], data: bytes, t: float) -> None:
+        if not data:
+            return
+        self.decoded_bytes += len(data)
+        if self.decoded_bytes > MAX_DECODED:
+            raise ResponseTooLarge(f"response over {MAX_DECODED >> 20} MiB decoded: parsing stopped, bytes passed")
         for frame in framer.feed(data):
             hook(frame, t)
 
     def _keep_error_body(self, obj: Any, t: float) -> None:
         self.error_body = obj
 
+    def release(self) -> None:
+        """Give back what the body buffered (a capture dropped before it was built)."""
+        if isinstance(self._framer, JSONBody):
+            self._framer._release()
+
     def _parse_failed(self, e: BaseException) -> None:
         self.parsing = False
+        self._decoder = None  # what it still holds (compressed) is never inflated
+        if isinstance(self._framer, JSONBody):
+            self._framer._release()
+        self._framer = None
         self.parse_error = f"{type(e).__name__}: {e}"[:300]
         if self._on_parse_error is not None:
             try:
@@ -161,13 +232,21 @@ class Capture:
     def finish(self, t: float) -> None:
         """End of the body: flush the decoder and the framer (a last event without its blank
         line, an NDJSON line without its newline, a whole JSON body)."""
-        framer, hook = self._framer, self._hook
+        framer, hook, decoder = self._framer, self._hook, self._decoder
         if not self.parsing or framer is None or hook is None:
             return
         try:
-            tail = self._decoder.flush() if self._decoder is not None else b""
-            frames = framer.feed(tail) if tail else []
-            for frame in [*frames, *framer.flush()]:
+            deferred = 0
+            while decoder is not None:  # what the loop left inflated-later, bounded by MAX_DECODED
+                tail = decoder.flush(LOOP_STEP * 8)
+                if not tail:
+                    break
+                deferred += len(tail)
+                if self.streamed and deferred > MAX_DEFERRED_STREAM:
+                    raise ResponseTooLarge("stream inflating faster than it parses: parsing stopped, bytes passed")
+                self._frames(framer, hook, tail, t)
+                time.sleep(0)  # let the event loop's thread take the GIL between steps
+            for frame in framer.flush():
                 hook(frame, t)
         except Exception as e:
             self._parse_failed(e)

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
+from ..startup import StartupError
 from ..telemetry.logs import setup_logging
 from . import execcmd, query, reconcile, tools
-from .parser import build_parser
+from .parser import UsageError, build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": tools.cmd_run,
@@ -27,9 +29,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit codes: 0 ok, 1 a finding (``check-cost``: a regression), 2 a usage or start-up error
+    (one line on stderr naming the flag and the fix), 3 ``check-cost`` had nothing to compare."""
     args = build_parser().parse_args(argv)
     setup_logging(str(args.log_level), args.log_format)
-    return COMMANDS[args.command](args)
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, StartupError) as e:
+        print(f"llmtap {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

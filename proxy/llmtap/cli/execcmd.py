@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
-from ..clientenv import client_env, proxy_url
+from ..clientenv import detect_node, exec_env, proxy_url
 from .parser import addr
 
 USAGE = "llmtap exec [--service NAME] -- CMD [ARGS...]"
@@ -55,7 +55,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
             f"running {cmd[0]} anyway, its LLM calls will fail to connect",
             file=sys.stderr,
         )
-    env = {**os.environ, **client_env(proxy_url(host, port, service, args.proxy_password), bundle, os.environ)}
+    proxy = proxy_url(host, port, service, args.proxy_password)
+    env = {**os.environ, **exec_env(proxy, bundle, os.environ, detect_node())}
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -7,8 +7,10 @@ Option groups shared by several commands are parent parsers (as mitmproxy's
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..intercept.routing import parse_host_port
@@ -17,6 +19,57 @@ DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_ADMIN = "127.0.0.1:9464"
 DEFAULT_DATA_DIR = "./llmtap-data"
 GROUP_CHOICES = ("model", "feature", "provider", "service", "user", "key", "tenant")
+
+
+class UsageError(Exception):
+    """A bad flag value: :func:`llmtap.cli.main` prints it as one line and exits 2."""
+
+
+def fail(message: str) -> NoReturn:
+    raise UsageError(message)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line that name the command and where to look (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _env_name(flag: str) -> str:
+    return "LLMTAP_" + flag.lstrip("-").upper().replace("-", "_")
+
+
+def number(flag: str, kind: type, minimum: float, unit: str = "") -> Callable[[str], Any]:
+    """An argparse type: ``kind`` (int or float) ``>= minimum``; the message names the flag's
+    environment variable when the bad value came from there."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+            ok = math.isfinite(value) and value >= minimum
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            what = "a whole number" if kind is int else "a number"
+            src = f" (from ${_env_name(flag)})" if os.environ.get(_env_name(flag)) == text else ""
+            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum:g}{unit}, got {text!r}{src}")
+        return value
+
+    return convert
+
+
+def duration(flag: str) -> Callable[[str], float]:
+    """An argparse type: a duration (``30s``, ``5m``, or bare seconds) in seconds."""
+    from ..durations import parse_duration
+
+    def convert(text: str) -> float:
+        try:
+            return parse_duration(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return convert
 
 
 def env(flag: str, default: Any = None) -> Any:
@@ -36,9 +89,11 @@ def addr(spec: str, what: str) -> tuple[str, int]:
     try:
         host, port = parse_host_port(spec)
     except ValueError as e:
-        raise SystemExit(f"llmtap: invalid {what} {spec!r}: {e}") from None
+        fail(f"{what} {spec!r}: {e}; expected HOST:PORT, e.g. 127.0.0.1:8080")
     if port is None:
-        raise SystemExit(f"llmtap: {what} needs HOST:PORT, got {spec!r}")
+        fail(f"{what} needs HOST:PORT, got {spec!r}")
+    if not 0 <= port < 65536:
+        fail(f"{what} {spec!r}: the port must be 1-65535 (0: any free port, where a command allows it)")
     return host, port
 
 
@@ -47,13 +102,13 @@ def connect_to(specs: list[str]) -> dict[tuple[str, int], tuple[str, int]]:
     for spec in specs:
         parts = spec.split(":")
         if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
-            raise SystemExit(f"llmtap: --connect-to takes HOST:PORT:ADDR:PORT, got {spec!r}")
+            fail(f"--connect-to takes HOST:PORT:ADDR:PORT, got {spec!r}")
         out[(parts[0].lower(), int(parts[1]))] = (parts[2], int(parts[3]))
     return out
 
 
-def _logging_group() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+def _logging_group() -> Parser:
+    p = Parser(add_help=False)
     p.add_argument("--log-level", default=env("log-level", "INFO"))
     p.add_argument(
         "--log-format",
@@ -64,11 +119,11 @@ def _logging_group() -> argparse.ArgumentParser:
     return p
 
 
-def _store_group() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+def _store_group() -> Parser:
+    p = Parser(add_help=False)
     p.add_argument(
         "--data-dir",
-        default=env("data-dir", DEFAULT_DATA_DIR),
+        default=env("data-dir"),  # None when not given: the read commands tell "asked for" from the default
         help="CA, embedded store, spool (default ./llmtap-data)",
     )
     p.add_argument(
@@ -76,13 +131,26 @@ def _store_group() -> argparse.ArgumentParser:
         default=env("store"),
         help="chdb://PATH (default chdb://<data-dir>/store) or clickhouse://user:pass@host:8123/db",
     )
+    p.add_argument(
+        "--read-store",
+        default=env("read-store", ""),
+        help="clickhouse://reader:pass@host:8123/db: the credentials every read uses (a user with SELECT only)",
+    )
     return p
 
 
-def _admin_group() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--admin", default=env("admin", DEFAULT_ADMIN), help="a running sidecar's admin address")
-    p.add_argument("--admin-token", default=env("admin-token", ""))
+def _admin_group() -> Parser:
+    p = Parser(add_help=False)
+    p.add_argument(
+        "--admin",
+        default=env("admin"),
+        help="ask the sidecar at this admin address (default: the sidecar running on --data-dir, if any)",
+    )
+    p.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="the admin token (default: <data-dir>/admin-token of this install)",
+    )
     return p
 
 
@@ -120,14 +188,36 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT:ADDR:PORT",
         help="connect to ADDR:PORT for HOST:PORT (TLS name unchanged), as curl --connect-to",
     )
-    run.add_argument("--proxy-auth", default=env("proxy-auth", ""), help="USER:PASS required from clients")
+    run.add_argument(
+        "--proxy-auth",
+        default=env("proxy-auth", ""),
+        help="USER:PASS or @HTPASSWD_FILE required from clients (prefer LLMTAP_PROXY_AUTH or --proxy-auth-file: "
+        "arguments are visible in ps)",
+    )
+    run.add_argument(
+        "--proxy-auth-file",
+        default=env("proxy-auth-file", ""),
+        help="read USER:PASS for --proxy-auth from this file (e.g. a container secret)",
+    )
     run.add_argument(
         "--allow-open-proxy",
         action="store_true",
         default=env_bool("allow-open-proxy"),
         help="allow a non-loopback --listen without --proxy-auth",
     )
-    run.add_argument("--admin-token", default=env("admin-token", ""), help="bearer token for the admin API")
+    run.add_argument(
+        "--admin-token",
+        default=env("admin-token", ""),
+        help="bearer token for the admin API (default: generated in <data-dir>/admin-token); prefer the env "
+        "LLMTAP_ADMIN_TOKEN or --admin-token-file: arguments are visible in ps",
+    )
+    run.add_argument(
+        "--admin-allowed-host",
+        action="append",
+        default=env_list("admin-allowed-host"),
+        metavar="NAME",
+        help="a host name the admin API may be reached by besides loopback names and IP addresses (repeatable)",
+    )
     run.add_argument(
         "--admin-token-file",
         default=env("admin-token-file", ""),
@@ -135,35 +225,69 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--spool-max-mb",
-        type=int,
-        default=int(env("spool-max-mb", 1024)),
+        type=number("--spool-max-mb", int, 1, " MiB"),
+        default=env("spool-max-mb", "1024"),
         help="bound of the on-disk spool (records waiting for the store), default 1024",
+    )
+    run.add_argument(
+        "--max-client-connections",
+        type=number("--max-client-connections", int, 1),
+        default=env("max-client-connections", "4096"),
+        help="client connections the proxy holds at once (the longest idle is closed for a new one), default 4096",
+    )
+    run.add_argument(
+        "--client-header-timeout",
+        type=duration("--client-header-timeout"),
+        default=env("client-header-timeout", "30s"),
+        help="time a new client connection has to send its first request, default 30s",
+    )
+    run.add_argument(
+        "--drain-timeout",
+        type=duration("--drain-timeout"),
+        default=env("drain-timeout", "30s"),
+        help="on SIGTERM/SIGINT, time in-flight calls get to finish before they are cut (default 30s)",
     )
     run.add_argument("--prices", default=env("prices"), help="price file (JSON/TOML) overriding genai-prices")
     run.add_argument(
         "--content-retention-days",
-        type=int,
-        default=int(env("content-retention-days", 7)),
+        type=number("--content-retention-days", int, 0),
+        default=env("content-retention-days", "7"),
         help="days captured content is kept (llm_content TTL), default 7",
     )
     run.add_argument(
         "--traces-retention-days",
-        type=int,
-        default=int(env("traces-retention-days", 0)),
+        type=number("--traces-retention-days", int, 0),
+        default=env("traces-retention-days", "0"),
         help="days otel_traces rows are kept, 0 = forever (default)",
     )
     run.add_argument(
         "--calls-retention-days",
-        type=int,
-        default=int(env("calls-retention-days", 0)),
+        type=number("--calls-retention-days", int, 0),
+        default=env("calls-retention-days", "0"),
         help="days llm_calls rows are kept, 0 = forever (default)",
     )
+
+
+EXIT_NOTHING_TO_COMPARE = 3
+"""``check-cost``: no group had enough calls in the window and in the baseline (0 ok, 1 regression, 2 usage)."""
+
+
+def threshold(text: str) -> float:
+    """``20%`` or ``0.2`` → 0.2."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        if math.isfinite(value) and value >= 0:
+            return value
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a percentage like 20% or a fraction like 0.2, got {text!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from ..testing import demo, synthetic
 
-    p = argparse.ArgumentParser(prog="llmtap", description="Observability sidecar for LLM API traffic.")
+    p = Parser(prog="llmtap", description="Observability sidecar for LLM API traffic.")
     p.add_argument("--version", action="version", version=f"llmtap {__version__}")
     logp, storep, adminp = _logging_group(), _store_group(), _admin_group()
     sub = p.add_subparsers(dest="command", required=True)
@@ -188,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cc.add_argument("--window", default="1h", help="the window to check (e.g. 1h, 30m, 1d)")
     cc.add_argument("--baseline", default="7d", help="compare with the same window on each of these previous days")
-    cc.add_argument("--threshold", default="20%", help="allowed increase (20%% or 0.2)")
+    cc.add_argument("--threshold", type=threshold, default="20%", help="allowed increase (20%% or 0.2)")
     cc.add_argument("--by", default="model,feature", help="group by: " + ",".join(GROUP_CHOICES))
     cc.add_argument(
         "--metric",
@@ -196,8 +320,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="per_call",
         help="per_call: cost per call (robust to traffic volume, default); total: cost in the window",
     )
-    cc.add_argument("--min-samples", type=int, default=20, help="calls needed in the window and in the baseline")
+    cc.add_argument(
+        "--min-samples",
+        type=number("--min-samples", int, 1),
+        default=20,
+        help="calls needed in the window and in the baseline",
+    )
     cc.add_argument("--service", default="", help="only this service")
+    cc.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help=f"exit 0 when there is nothing to compare (default: exit {EXIT_NOTHING_TO_COMPARE})",
+    )
 
     rp = sub.add_parser(
         "report", parents=[logp, adminp, storep], help="a terminal summary of calls, cost, latency and errors"

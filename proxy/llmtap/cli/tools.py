@@ -8,36 +8,42 @@ import time
 from pathlib import Path
 
 from ..intercept.routing import parse_host_port
-from .parser import addr, connect_to
+from .parser import DEFAULT_DATA_DIR, addr, connect_to, fail
 from .query import store_url
 
 
-def _token(token: str, path: str) -> str:
+def _secret(value: str, path: str, flag: str) -> str:
     if path:
         try:
             return Path(path).read_text().strip()
         except OSError as e:
-            raise SystemExit(f"llmtap: cannot read --admin-token-file: {e}") from None
-    return token
+            fail(f"{flag} {path}: cannot read it ({e.strerror})")
+    return value
+
+
+def _token(token: str, path: str) -> str:
+    return _secret(token, path, "--admin-token-file")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..app import ConfigError, RunConfig, run
+    from ..app import RunConfig, run
     from ..store import StoreURLError
     from ..telemetry import PriceFileError
 
     cfg = RunConfig(
         listen=addr(args.listen, "--listen"),
         admin=addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir).resolve(),
+        data_dir=Path(args.data_dir or DEFAULT_DATA_DIR).resolve(),
         store=store_url(args),
         intercept=list(args.intercept),
         upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
         connect_to=connect_to(args.connect_to),
         service=args.service,
-        proxy_auth=args.proxy_auth,
+        proxy_auth=_secret(args.proxy_auth, args.proxy_auth_file, "--proxy-auth-file"),
         allow_open_proxy=args.allow_open_proxy,
         admin_token=_token(args.admin_token, args.admin_token_file),
+        admin_allowed_hosts=list(args.admin_allowed_host),
+        read_store=args.read_store or "",
         otlp_endpoint=args.otlp_endpoint or "",
         capture_content=args.capture_content,
         prices=Path(args.prices) if args.prices else None,
@@ -45,17 +51,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
         spool_max_mb=args.spool_max_mb,
+        max_client_connections=args.max_client_connections,
+        client_header_timeout=args.client_header_timeout,
+        drain_timeout=args.drain_timeout,
     )
     for spec in cfg.intercept:
         try:
             parse_host_port(spec)
         except ValueError as e:
-            raise SystemExit(f"llmtap: invalid --intercept {spec!r}: {e}") from None
+            fail(f"--intercept {spec!r}: {e}")
     try:
         return run(cfg)
-    except (ConfigError, StoreURLError, FileNotFoundError, PriceFileError) as e:
-        print(f"llmtap: {e}", file=sys.stderr)
-        return 2
+    except (StoreURLError, FileNotFoundError, PriceFileError) as e:
+        fail(str(e))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -74,9 +82,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
         return 2
     import clickhouse_connect
 
-    from ..store.clickhouse import parse_url
+    from ..store.clickhouse import ClickHouseURLError, parse_url
 
-    cfg = parse_url(args.store)
+    try:
+        cfg = parse_url(args.store)
+    except ClickHouseURLError as e:
+        fail(str(e))
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -107,19 +118,24 @@ def cmd_ca(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
+    """The exports a client needs (:mod:`llmtap.clientenv`), for the Node on PATH when there is one."""
+    from ..clientenv import base_url_env, client_env, detect_node, shell_exports
     from ..intercept.ca import client_bundle
+    from ..startup import read_lock
 
-    bundle = client_bundle(Path(args.data_dir).resolve())
+    data_dir = Path(args.data_dir).resolve()
     host, port = addr(args.listen, "--listen")
-    proxy = f"http://{host}:{port}"
-    for name, value in (
-        ("HTTPS_PROXY", proxy),
-        ("https_proxy", proxy),
-        ("SSL_CERT_FILE", bundle),
-        ("REQUESTS_CA_BUNDLE", bundle),
-        ("NODE_EXTRA_CA_CERTS", bundle),
-    ):
-        print(f"export {name}='{value}'")
+    if read_lock(data_dir) is None:
+        print(
+            f"llmtap env: no sidecar is running on {data_dir} (yet): these point at the CA `llmtap run --data-dir "
+            f"{data_dir}` uses; for another sidecar pass its --data-dir",
+            file=sys.stderr,
+        )
+    bundle = client_bundle(data_dir)
+    lines = shell_exports(client_env(f"http://{host}:{port}", bundle, detect_node()))
+    base = " ".join(f"{v.name}={v.value}" for v in base_url_env(host, port))
+    lines.append(f"# or, with no proxy and no CA (base-URL mode, any runtime): export {base}")
+    print("\n".join(lines))
     return 0
 
 

@@ -23,7 +23,7 @@ from .websocket import WSMessageDecoder
 FramingName = Literal["sse", "ndjson", "json_array", "eventstream", "json", "websocket"]
 Hook = Literal["on_event", "on_object", "on_frame", "on_json"]
 
-MAX_JSON_BODY = 64 * 1024 * 1024  # a larger non-stream body is passed through but not parsed
+MAX_JSON_BODY = 16 * 1024 * 1024  # a larger non-stream body is passed through but not parsed
 
 
 class Framer(Protocol):

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 
 class BodyTooLarge(ValueError):
     pass
+
+
+class Budget(Protocol):
+    """Bytes shared by every buffered body at once (the capture stage keeps one for all calls)."""
+
+    def take(self, n: int) -> bool: ...
+
+    def give(self, n: int) -> None: ...
 
 
 class JSONBody:
@@ -17,24 +25,33 @@ class JSONBody:
     that call; the bytes still flow). A body that is not JSON yields nothing.
     """
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, budget: Budget | None = None) -> None:
         self.max_bytes = max_bytes
+        self.budget = budget  # also bounded by what every body buffered at once may hold
         self._buf = bytearray()
 
     def feed(self, chunk: bytes) -> list[Any]:
         if len(self._buf) + len(chunk) > self.max_bytes:
-            self._buf = bytearray()
-            raise BodyTooLarge("body too large to parse")
+            self._release()
+            raise BodyTooLarge(f"body over {self.max_bytes >> 20} MiB: parsing stopped, bytes passed")
+        if self.budget is not None and not self.budget.take(len(chunk)):
+            self._release()
+            raise BodyTooLarge("the bodies being parsed fill their shared bound: parsing stopped, bytes passed")
         self._buf += chunk
         return []
+
+    def _release(self) -> None:
+        if self.budget is not None and self._buf:
+            self.budget.give(len(self._buf))
+        self._buf = bytearray()
 
     def flush(self) -> list[Any]:
         if not self._buf:
             return []
         try:
-            value = json.loads(bytes(self._buf))
+            value = json.loads(self._buf)  # bytes-like: no second copy of a large body
         except ValueError:
             return []
         finally:
-            self._buf = bytearray()
+            self._release()
         return [value]

@@ -21,13 +21,16 @@ import logging
 import secrets
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mitmproxy import connection, http
+from mitmproxy.connection import ConnectionState
 
 from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
+from ..capture.request import LOOP_PARSE, RequestBody, parse_body
 from ..pipeline import Pipeline
 from ..providers import is_call_path
 from ..record import EndKind
@@ -37,6 +40,7 @@ from .websocket import WebSockets, is_upgrade
 
 log = logging.getLogger("llmtap.addon")
 _KEY = "llmtap"
+_REQ = "llmtap_request"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 AdapterFactory = Callable[[type[Adapter]], Adapter]
@@ -64,10 +68,16 @@ class LlmTapAddon:
         self.is_intercepted = Interception(cfg.intercept)
         self.running_since: float | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.inflight = 0  # calls captured and not finished: returns to 0 when nothing leaks
         self.ws = WebSockets(self._facts, self.pipeline.submit, self._parse_error, self.make_adapter)
         # The service named by the proxy URL's user, per client connection (as proxyauth keeps its own).
         self._conn_service: weakref.WeakKeyDictionary[connection.Client, str] = weakref.WeakKeyDictionary()
+        self._live: dict[str, http.HTTPFlow] = {}  # calls captured and not finished, by flow id
+        self.draining = False  # set by the graceful shutdown (intercept/drain.py)
+
+    @property
+    def inflight(self) -> int:
+        """Calls captured and not finished: returns to 0 when nothing leaks."""
+        return len(self._live)
 
     # -- lifecycle -----------------------------------------------------------------
     def running(self) -> None:
@@ -97,6 +107,7 @@ class LlmTapAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
+        answered = flow.response is not None  # already (proxy authentication): nothing to stream
         req = flow.request
         if flow.client_conn not in self._conn_service:  # plain-HTTP proxying: credentials on each request
             user = self._proxy_user(flow)
@@ -112,36 +123,71 @@ class LlmTapAddon:
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
         if not self.is_intercepted(req.host, req.port) or not is_call_path(req.host, req.path):
-            req.stream = True  # not ours (or not the host's API): pass through, never buffer
-
-    def request(self, flow: http.HTTPFlow) -> None:
-        req = flow.request
-        if req.stream:
+            if not answered:
+                req.stream = True  # not ours (or not the host's API): pass through, never buffer
             return
+        # A call: its headers are read (then stripped) now, its body streamed upstream as it arrives,
+        # counted and kept up to a bound (capture.request); the capture is built at its end.
         headers = [(k.lower(), v) for k, v in req.headers.items(multi=True)]
         names = frozenset(k for k, _ in headers)
         for name in strippable(names, req.headers.get("authorization", "")):
             del req.headers[name]
         if is_upgrade(flow):
-            cap = self.ws.upgrade_request(flow, headers)
-        else:
-            match = route(req.method, req.host, req.path, names)
-            if match is None:
-                return  # GET /v1/models and the like: not calls
-            try:
-                body = req.get_content(strict=False) or b""
-            except Exception:
-                body = req.raw_content or b""
-            cap = Capture(
-                self._facts(flow, headers, body, match.provider, match.api),
-                self.make_adapter(match.adapter),
-                self._parse_error,
-            )
-            if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
-                cap.adapter.req.model = match.model
+            flow.metadata[_REQ] = (headers, None)
+            return
+        match = route(req.method, req.host, req.path, names)
+        if answered:
+            return
+        if match is None:
+            req.stream = True  # GET /v1/models and the like: not calls
+            return
+        flow.metadata[_REQ] = (headers, match)
+        req.stream = RequestBody()
+
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Builds the capture; a large or compressed body is parsed off the loop first (then the hook
+        returns the awaitable mitmproxy waits for before it lets the request finish)."""
+        seen = flow.metadata.pop(_REQ, None)
+        if seen is None:
+            return None
+        headers, match = seen
+        req = flow.request
+        if match is None:  # a WebSocket upgrade
+            self._keep(flow, self.ws.upgrade_request(flow, headers))
+            return None
+        body = req.stream if isinstance(req.stream, RequestBody) else RequestBody()
+        if body.size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
+            body(req.raw_content)
+        encoding = req.headers.get("content-encoding", "")
+        raw, body.buf = body.buf, None
+        if raw is not None and (len(raw) > LOOP_PARSE or encoding):
+            return self._parse_then_capture(flow, headers, match, body, raw, encoding)
+        self._capture(flow, headers, match, body, *parse_body(raw, encoding))
+        return None
+
+    async def _parse_then_capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        raw: bytearray, encoding: str,
+    ) -> None:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
+        self._capture(flow, headers, match, body, request_json, note)
+
+    def _capture(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
+        request_json: Any, note: str,
+    ) -> None:  # fmt: skip
+        facts = self._facts(flow, headers, b"", match.provider, match.api)
+        facts.body_size, facts.body_hash, facts.body_note = body.size, body.digest(), note
+        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error, request=request_json, parsed=True)
+        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
+            cap.adapter.req.model = match.model
+        self._keep(flow, cap)
+
+    def _keep(self, flow: http.HTTPFlow, cap: Capture | None) -> None:
         if cap is not None:
             flow.metadata[_KEY] = cap
-            self.inflight += 1
+            self._live[flow.id] = flow
 
     def _facts(
         self, flow: http.HTTPFlow, headers: list[tuple[str, str]], body: bytes, provider: str, api: str
@@ -174,10 +220,12 @@ class LlmTapAddon:
         resp = flow.response
         if resp is None:
             return
+        if self.draining and resp.http_version.startswith("HTTP/1"):
+            resp.headers["connection"] = "close"  # this connection's next call goes to a sidecar that stays
         cap: Capture | None = flow.metadata.get(_KEY)
         if cap is not None and resp.status_code == 101:  # a WebSocket opened: its calls are its messages
             flow.metadata.pop(_KEY)
-            self.inflight -= 1
+            self._live.pop(flow.id, None)
             cap = None
         if cap is None:
             resp.stream = True
@@ -190,7 +238,7 @@ class LlmTapAddon:
     def response(self, flow: http.HTTPFlow) -> None:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is not None:
-            self.inflight -= 1
+            self._live.pop(flow.id, None)
             self.pipeline.submit(cap, End("complete", time.monotonic()))
 
     # -- WebSocket (see .websocket) -------------------------------------------------------------
@@ -209,13 +257,21 @@ class LlmTapAddon:
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is None:
             return
-        self.inflight -= 1
+        self._live.pop(flow.id, None)
         msg = flow.error.msg if flow.error else ""
-        low = msg.lower()
-        kind: EndKind = (
-            "client_disconnected" if ("client disconnected" in low or "by client" in low) else "upstream_error"
-        )
+        kind: EndKind = "client_disconnected" if client_went_away(flow, msg) else "upstream_error"
         self.pipeline.submit(cap, End(kind, time.monotonic(), msg))
+
+    def cut_inflight(self) -> int:
+        """End of the drain: every call still running is recorded as cut by the shutdown."""
+        now = time.monotonic()
+        flows = list(self._live.values())
+        self._live.clear()
+        for flow in flows:
+            cap: Capture | None = flow.metadata.pop(_KEY, None)
+            if cap is not None:
+                self.pipeline.submit(cap, End("sidecar_shutdown", now, "the sidecar shut down before the call ended"))
+        return len(flows)
 
     def loop_tasks(self, timeout: float = 2.0) -> int | None:
         """Tasks alive on the proxy's event loop (from another thread), for leak checks."""
@@ -234,3 +290,18 @@ class LlmTapAddon:
     def _parse_error(self, api: str, e: BaseException) -> None:
         self.pipeline.metrics.parse_errors.labels(api).inc()
         log.warning("side parser failed for a %s call (traffic unaffected): %s", api, e)
+
+
+def client_went_away(flow: http.HTTPFlow, msg: str) -> bool:
+    """Whether a flow's error is the client leaving rather than the upstream failing.
+
+    HTTP/1: mitmproxy says "Client disconnected."; an HTTP/2 stream reset: "stream reset by
+    client (CANCEL)". But an HTTP/2 client that closes its connection (as httpx does with a
+    stream it stopped reading) or sends GOAWAY ends its streams with "peer closed connection" /
+    "HTTP/2 connection closed: ...", the same words as an upstream that does so: the side is
+    told by the client connection's state (no longer readable once the client has closed it).
+    """
+    low = msg.lower()
+    if "client disconnected" in low or "by client" in low:
+        return True
+    return not (flow.client_conn.state & ConnectionState.CAN_READ)

@@ -17,12 +17,17 @@ from __future__ import annotations
 import asyncio
 import importlib.machinery
 import importlib.util
+import logging
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..startup import StartupError
+from .drain import Stop, drain
+from .limits import LimitsConfig, raise_nofile
 
 ADDONS_PACKAGE = "mitmproxy.addons"
 
@@ -56,7 +61,10 @@ def proxy_addons(proxy_auth: bool) -> list[Any]:
     if proxy_auth:
         from mitmproxy.addons import proxyauth
 
-        addons.append(proxyauth.ProxyAuth())
+        from .authlimit import addons as auth_budget
+
+        before, after = auth_budget()  # failed guesses budgeted per client address
+        addons += [before, proxyauth.ProxyAuth(), after]
     addons += [proxyserver.Proxyserver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
     return addons
 
@@ -73,6 +81,8 @@ class ProxySettings:
     upstream_bundle: Path | None = None
     proxy_auth: str = ""
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    drain_timeout: float = 30.0
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
 
 def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str, int], tuple[str, int]]) -> None:
@@ -91,9 +101,56 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
 
 
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) -> None:
+    """``accept()`` failures (EMFILE: out of descriptors) log once per ``every_s``, not one traceback each."""
+    import time
+
+    last = [0.0]
+    suppressed = [0]
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        msg = f"{context.get('message', '')} {context.get('exception', '')}"
+        if "out of system resource" in msg or "Too many open files" in msg:
+            now = time.monotonic()
+            if now - last[0] < every_s:
+                suppressed[0] += 1
+                return
+            last[0] = now
+            logging.getLogger("llmtap.limits").error(
+                "cannot accept connections: %s (%d more like it suppressed)", context.get("exception"), suppressed[0]
+            )
+            suppressed[0] = 0
+            return
+        lp.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
+class _StartupErrorsToStartupError(logging.Filter):
+    """Until the proxy runs, mitmproxy's errors are not printed: :func:`serve` turns them into one
+    :class:`~llmtap.startup.StartupError` line (mitmproxy's own hint names a ``--mode`` flag
+    llmtap does not have). Its ErrorCheck addon still sees them (this filters our handlers only)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("mitmproxy") and record.levelno >= logging.ERROR)
+
+
+def _startup_error(settings: ProxySettings, errors: list[logging.LogRecord]) -> StartupError:
+    host, port = settings.listen
+    first = (errors[0].getMessage() if errors else "unknown error").splitlines()[0]
+    if "address already in use" in first.lower():
+        return StartupError(
+            f"--listen {host}:{port}: the address is already in use (another llmtap, or another proxy): "
+            "stop it or pick a free port with --listen HOST:PORT"
+        )
+    return StartupError(f"--listen {host}:{port}: the proxy could not start: {first}")
+
+
 async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], None] | None = None) -> None:
-    """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT."""
+    """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT, then drain (:func:`drain`)."""
+    raise_nofile()
     addons = proxy_addons(bool(settings.proxy_auth))  # first: keeps mitmproxy's unused addons unimported
+    from mitmproxy.log import MitmLogHandler
     from mitmproxy.master import Master
     from mitmproxy.options import Options
 
@@ -114,19 +171,44 @@ async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], No
     if settings.proxy_auth:
         update["proxyauth"] = settings.proxy_auth
     opts.update(**update)
-    master.addons.add(addon)
+    from .limits import ConnectionLimits
+
+    settings.limits.connect_to = settings.connect_to
+    master.addons.add(ConnectionLimits(settings.limits), addon)
     loop = asyncio.get_running_loop()
+    quiet_accept_errors(loop)
     if settings.connect_to:
         install_connect_to(loop, settings.connect_to)
+    stop = Stop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, master.shutdown)
+        loop.add_signal_handler(sig, stop.request)
+
+    quiet = _StartupErrorsToStartupError()
+    ours = [h for h in logging.getLogger().handlers if not isinstance(h, MitmLogHandler)]
+    for h in ours:
+        h.addFilter(quiet)
 
     async def announce() -> None:
         while addon.running_since is None:
             await asyncio.sleep(0.05)
+        for h in ours:
+            h.removeFilter(quiet)
         if on_running is not None:
             on_running()
 
-    task = asyncio.create_task(announce())
-    await master.run()
-    task.cancel()
+    announcing = asyncio.create_task(announce())
+    draining = asyncio.create_task(drain(master, addon, stop, settings.drain_timeout))
+    try:
+        await master.run()
+    except SystemExit:  # mitmproxy's ErrorCheck: an error was logged while starting
+        ec = master.addons.get("errorcheck")
+        raise _startup_error(settings, list(ec.logger.has_errored) if ec else []) from None
+    finally:
+        announcing.cancel()
+        draining.cancel()
+        for h in ours:
+            h.removeFilter(quiet)
+        root = logging.getLogger()
+        for h in list(root.handlers):  # mitmproxy's handlers post to this loop, which is about to close
+            if isinstance(h, MitmLogHandler):
+                root.removeHandler(h)

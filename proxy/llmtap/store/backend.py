@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 
 class Backend(Protocol):
-    """What the writer needs from a store."""
+    """What the writer needs from a store, and its read side for admin queries."""
+
+    db: str
 
     def insert_rows(self, rows: list[bytes], token: str) -> None:
         """Insert ``otel_traces`` rows (RowBinary, see :mod:`.rowbinary`); ``token`` deduplicates a re-sent batch."""
 
-    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes: ...
+    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
+        """llmtap's own SQL (schema, tools): never a query someone else wrote."""
+        ...
+
+    # The read side (see :mod:`.readonly`): the engine's parser, and checked queries run read-only,
+    # bounded and cancellable, apart from the writer.
+    def canonical(self, sql: str) -> str: ...
+
+    def syntax_tree(self, sql: str) -> dict[str, Any] | None: ...
+
+    def read(
+        self, sql: str, fmt: str = "JSONEachRow", params: Mapping[str, str] | None = None, tag: str = ""
+    ) -> bytes: ...
+
+    def cancel(self, tag: str = "") -> None: ...
 
     def close(self) -> None: ...

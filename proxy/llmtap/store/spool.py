@@ -12,9 +12,11 @@ already has it — nothing is lost and nothing is stored twice.
 Durability: each record is written to the OS (``write`` + ``flush``) before
 :meth:`append` returns, so killing the process (SIGKILL) loses nothing appended; the
 files are ``fsync``-ed at most every ``fsync_interval`` (1 s), which bounds what a
-machine crash can lose. A torn last record (a crash mid-write) is cut off at start; a
-record whose checksum does not match ends the segment there (logged and counted). The
-spool is bounded: past ``max_bytes`` the oldest segment is dropped, counted and logged.
+machine crash can lose. At start (:mod:`.spoolscan`) a torn last record (a crash mid-write)
+is cut off; a damaged record is skipped and every intact one after it kept, and exactly what
+was lost is logged and counted; a malformed acknowledgement line is ignored; new records go to
+a new segment. The spool is bounded: past ``max_bytes`` the oldest segment is dropped, counted
+and logged.
 Segments of earlier versions (``<seq>.jsonl``, one JSON row per line) are converted at
 start by the ``legacy`` function, when one is given.
 """
@@ -32,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .spoolscan import scan
+
 log = logging.getLogger("llmtap.spool")
 _HEADER = struct.Struct("<II")  # payload length, crc32 of the payload
 SUFFIX = ".rec"
@@ -44,10 +48,15 @@ class Batch:
     rows: list[bytes]
     token: str
     end_offset: int  # byte offset in the segment after the batch's last record
+    count: int = -1  # records the batch covers (damaged ones skipped included); -1: len(rows)
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            self.count = len(self.rows)
 
 
 class _Segment:
-    __slots__ = ("ack_fh", "acked", "acked_offset", "bytes", "path", "pending", "records", "seq")
+    __slots__ = ("ack_fh", "acked", "acked_offset", "bytes", "holes", "offsets", "path", "pending", "records", "seq")
 
     def __init__(self, path: Path, seq: int) -> None:
         self.path = path
@@ -57,6 +66,8 @@ class _Segment:
         self.acked = 0  # records [0, acked) are in the store
         self.acked_offset = 0  # byte offset of record `acked`
         self.pending: tuple[int, int] | None = None  # (first, count) begun, not acked
+        self.offsets: list[int] | None = None  # a recovered segment: each record's offset (read by index)
+        self.holes: set[int] = set()  # a recovered segment's damaged records: skipped
         self.ack_fh = open(path.with_suffix(".ack"), "ab")  # noqa: SIM115 - closed in close()
 
     def close(self) -> None:
@@ -65,22 +76,6 @@ class _Segment:
 
 def frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def scan(data: bytes) -> tuple[list[int], int, bool]:
-    """Offsets of the complete, intact records in ``data``; where they end; whether a bad checksum ended them."""
-    offsets: list[int] = []
-    pos, n = 0, len(data)
-    while pos + _HEADER.size <= n:
-        length, crc = _HEADER.unpack_from(data, pos)
-        end = pos + _HEADER.size + length
-        if end > n:
-            break  # torn: the process died mid-write
-        if zlib.crc32(data[pos + _HEADER.size : end]) != crc:
-            return offsets, pos, True
-        offsets.append(pos)
-        pos = end
-    return offsets, pos, False
 
 
 class Spool:
@@ -105,29 +100,41 @@ class Spool:
         self._segments: list[_Segment] = []
         self._last_fsync = time.monotonic()
         self._recover()
-        self._active = self._segments[-1] if self._segments else self._new_segment()
-        self._fh = open(self._active.path, "ab")  # noqa: SIM115 - closed in close()
+        self._active = self._new_segment()  # recovered segments are only read: new records start afresh
+        self._fh = open(self._active.path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
         self._convert_legacy(legacy)
 
     # -- recovery ------------------------------------------------------------------
     def _recover(self) -> None:
         for path in sorted(self.dir.glob("*" + SUFFIX)):
-            seg = _Segment(path, int(path.stem))
+            try:
+                seq = int(path.stem)
+            except ValueError:
+                log.error("spool: %s is not a spool segment; left as it is", path.name)
+                continue
+            seg = _Segment(path, seq)
             data = path.read_bytes()
-            offsets, end, corrupt = scan(data)
-            if end < len(data):  # a torn last record (crash mid-write) or a damaged one: cut it off
-                if corrupt:
-                    log.error("spool: %s is damaged at byte %d; the records after it are lost", path.name, end)
-                    if self._on_drop:
-                        self._on_drop("spool_corrupt", 1)
+            found = scan(data)
+            if found.torn and found.end < len(data):  # a torn last record (crash mid-write): cut it off
                 with open(path, "r+b") as f:
-                    f.truncate(end)
-            seg.records = len(offsets)
-            seg.bytes = end
+                    f.truncate(found.end)
+            seg.records, seg.bytes = len(found.offsets), found.end
+            seg.offsets, seg.holes = found.offsets, found.holes
             self._read_acks(seg)
-            seg.acked_offset = offsets[seg.acked] if seg.acked < len(offsets) else end
+            if 0 <= found.reliable < seg.acked:  # acks past damaged bytes cannot be matched: send those again
+                seg.acked, seg.pending = found.reliable, None
+            seg.acked = min(seg.acked, seg.records)
+            if seg.pending is not None and (seg.pending[0] != seg.acked or sum(seg.pending) > seg.records):
+                seg.pending = None
+            if found.lost:
+                log.error(
+                    "spool: %s is damaged: %d record(s) lost, %d intact kept", path.name, found.lost,
+                    seg.records - len(found.holes),
+                )  # fmt: skip
+                if self._on_drop:
+                    self._on_drop("spool_corrupt", found.lost)
             self._segments.append(seg)
-        done = [s for s in self._segments[:-1] if s.acked >= s.records and s.pending is None]
+        done = [s for s in self._segments if s.acked >= s.records and s.pending is None]
         for seg in done:
             self._delete(seg)
         if self._segments:
@@ -164,13 +171,15 @@ class Spool:
     @staticmethod
     def _read_acks(seg: _Segment) -> None:
         try:
-            text = seg.path.with_suffix(".ack").read_text()
+            text = seg.path.with_suffix(".ack").read_bytes().decode("ascii", "replace")
         except FileNotFoundError:
             return
         for line in text.splitlines():
             parts = line.split()
-            if len(parts) != 3 or parts[0] not in ("A", "B"):
-                continue  # a torn line
+            if len(parts) != 3 or parts[0] not in ("A", "B") or not (parts[1].isdigit() and parts[2].isdigit()):
+                if line.strip():
+                    log.warning("spool: ignoring a malformed line of %s: %r", seg.path.name, line[:80])
+                continue  # a torn or damaged line
             first, count = int(parts[1]), int(parts[2])
             if parts[0] == "B":
                 seg.pending = (first, count)
@@ -181,22 +190,36 @@ class Spool:
 
     def _new_segment(self) -> _Segment:
         seq = (self._segments[-1].seq + 1) if self._segments else int(time.time() * 1000)
-        seg = _Segment(self.dir / f"{seq:015d}{SUFFIX}", seq)
-        seg.path.touch()
+        path = self.dir / f"{seq:015d}{SUFFIX}"
+        path.touch()
+        seg = _Segment(path, seq)
         self._segments.append(seg)
         return seg
 
     # -- producer side ---------------------------------------------------------------
     def append(self, record: bytes) -> None:
-        """Append one record; durable against SIGKILL on return."""
+        """Append one record; durable against SIGKILL on return. Raises OSError (a full disk) with the
+        segment as it was: a record is in the spool whole or not at all."""
         data = frame(record)
         with self._lock:
             if self._active.bytes >= self.segment_bytes:
+                fresh = self._new_segment()
                 self._fh.close()
-                self._active = self._new_segment()
-                self._fh = open(self._active.path, "ab")  # noqa: SIM115
-            self._fh.write(data)
-            self._fh.flush()
+                self._active = fresh
+                self._fh = open(self._active.path, "ab", buffering=0)  # noqa: SIM115
+            view = memoryview(data)
+            try:
+                while view:
+                    n = self._fh.write(view)
+                    view = view[n or 0 :]
+                    if not n:
+                        raise OSError("short write to the spool")
+            except OSError:
+                try:
+                    os.ftruncate(self._fh.fileno(), self._active.bytes)  # no torn record left behind
+                except OSError:
+                    pass
+                raise
             self._active.records += 1
             self._active.bytes += len(data)
             self._enforce_bound()
@@ -216,22 +239,26 @@ class Spool:
             for seg in self._segments:
                 if seg.pending is not None:
                     first, count = seg.pending
-                    rows, end = self._read(seg, seg.acked_offset, count)
-                    return Batch(seg.seq, first, rows, f"{seg.seq}:{first}:{count}", end)
+                    rows, end, covered = self._read(seg, first, count)
+                    return Batch(seg.seq, first, rows, f"{seg.seq}:{first}:{count}", end, covered)
                 if seg.acked < seg.records:
                     count = min(max_rows, seg.records - seg.acked)
-                    rows, end = self._read(seg, seg.acked_offset, count)
-                    seg.pending = (seg.acked, len(rows))
-                    seg.ack_fh.write(f"B {seg.acked} {len(rows)}\n".encode())
+                    rows, end, covered = self._read(seg, seg.acked, count)
+                    seg.ack_fh.write(f"B {seg.acked} {covered}\n".encode())
                     seg.ack_fh.flush()
-                    return Batch(seg.seq, seg.acked, rows, f"{seg.seq}:{seg.acked}:{len(rows)}", end)
+                    seg.pending = (seg.acked, covered)
+                    return Batch(seg.seq, seg.acked, rows, f"{seg.seq}:{seg.acked}:{covered}", end, covered)
                 if seg is not self._active and seg.acked >= seg.records:
                     continue
         return None
 
-    def _read(self, seg: _Segment, offset: int, count: int) -> tuple[list[bytes], int]:
+    def _read(self, seg: _Segment, first: int, count: int) -> tuple[list[bytes], int, int]:
+        """Records [first, first + count): (the intact ones, the offset after them, how many were covered)."""
+        if seg.offsets is not None:
+            return self._read_indexed(seg, first, count)
         if seg is self._active:
             self._fh.flush()
+        offset = seg.acked_offset if first == seg.acked else 0
         with open(seg.path, "rb") as f:
             f.seek(offset)
             rows: list[bytes] = []
@@ -246,16 +273,34 @@ class Spool:
                     break  # checked at start; a short read here means the file changed under us
                 rows.append(payload)
                 pos += _HEADER.size + length
-        return rows, pos
+        return rows, pos, len(rows)
+
+    @staticmethod
+    def _read_indexed(seg: _Segment, first: int, count: int) -> tuple[list[bytes], int, int]:
+        offsets = seg.offsets or []
+        last = min(first + count, seg.records)
+        rows: list[bytes] = []
+        with open(seg.path, "rb") as f:
+            for i in range(first, last):
+                if i in seg.holes:
+                    continue
+                f.seek(offsets[i])
+                head = f.read(_HEADER.size)
+                length, crc = _HEADER.unpack(head)
+                payload = f.read(length)
+                if len(payload) == length and zlib.crc32(payload) == crc:
+                    rows.append(payload)
+        end = offsets[last] if last < len(offsets) else seg.bytes
+        return rows, end, max(last - first, 0)
 
     def ack(self, batch: Batch) -> None:
         with self._lock:
             seg = next((s for s in self._segments if s.seq == batch.seq), None)
             if seg is None:
                 return  # dropped by the size bound meanwhile
-            seg.ack_fh.write(f"A {batch.first} {len(batch.rows)}\n".encode())
+            seg.ack_fh.write(f"A {batch.first} {batch.count}\n".encode())
             seg.ack_fh.flush()
-            seg.acked = batch.first + len(batch.rows)
+            seg.acked = batch.first + batch.count
             seg.acked_offset = batch.end_offset
             seg.pending = None
             if seg is not self._active and seg.acked >= seg.records:

@@ -24,20 +24,41 @@ def chdb_path(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-def open_backend(url: str, retention: dict[str, int] | None = None) -> Backend | None:
-    """The backend for a store URL; ``none`` means no store (OTLP export only)."""
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds an embedded store (chDB keeps its catalogue in ``metadata/``)."""
+    return (path / "metadata").is_dir()
+
+
+def open_backend(
+    url: str, retention: dict[str, int] | None = None, read_url: str = "", *, for_reading: bool = False
+) -> Backend | None:
+    """The backend for a store URL; ``none`` means no store (OTLP export only).
+
+    ``read_url`` (``--read-store``) names the credentials of every read path of a ClickHouse
+    server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
+    ``for_reading`` (the read commands): never create a store, and a server store is not connected
+    as the writer at all. An embedded path that holds none and a server database without llmtap's
+    tables are refused with a :class:`StoreURLError`.
+    """
     if url.strip().lower() == "none":
         return None
     scheme = urlsplit(url).scheme.lower()
+    if read_url and scheme not in ("clickhouse", "clickhouses"):
+        raise StoreURLError("--read-store applies to a clickhouse:// store only (the embedded store reads read-only)")
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
-        return ChdbBackend(chdb_path(url), DEFAULT_DB, retention)
+        path = chdb_path(url)
+        if for_reading and not is_store(path):
+            raise StoreURLError(f"no llmtap store in {path}")
+        return ChdbBackend(path, DEFAULT_DB, retention)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
-            return ClickHouseBackend(url, retention=retention)
+            return ClickHouseBackend(
+                url, retention=retention, read_url=read_url, writer=not for_reading, read_only=for_reading
+            )
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
     raise StoreURLError(

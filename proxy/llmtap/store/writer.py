@@ -14,10 +14,18 @@ until the rejected rows are alone; those go to ``quarantine_dir`` (spool framing
 lost) and are counted as dropped with reason ``store_rejected``. If the store goes away
 midway, the retry splits the same way, so halves already stored are deduplicated by their
 tokens.
+
+Faults never stop the thread: a disk that cannot take a record (full, read-only, failing) keeps it in
+a bounded memory backlog (:data:`MAX_BACKLOG_BYTES`; past it the oldest are dropped, counted as
+``disk_full``) until the spool takes it again; any store or writer error is retried with backoff.
+:meth:`StoreWriter.ok` is the truth for ``/healthz``: false while the store fails, while records wait
+outside the spool, and from a dropped record until the next batch is stored; every fault is counted
+by reason (``on_error``).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import random
@@ -40,6 +48,7 @@ log = logging.getLogger("llmtap.store")
 # ``file()``), so these come from the bytes alone. A cast the table refuses (TYPE_MISMATCH,
 # CANNOT_PARSE_TEXT, ...: a changed schema) is not one: every row would be refused, so it is retried.
 REJECTED_CODES = frozenset({27, 32, 33, 117, 131, 467})
+MAX_BACKLOG_BYTES = 64 << 20  # records held in memory while the disk refuses them
 _CODE_RE = re.compile(r"\bCode: (\d+)\b")
 
 
@@ -60,8 +69,16 @@ class StoreWriter:
         encode: rowbinary.Encoder = rowbinary.encode,
         quarantine_dir: Path | None = None,
         on_drop: Callable[[str, int], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.backend = backend
+        self._on_error = on_error
+        self._backlog: collections.deque[bytes] = collections.deque()
+        self._backlog_bytes = 0
+        self._backlog_lock = threading.Lock()
+        self.disk_failing_since: float | None = None
+        self.dropped_since_ok = False
+        self.last_error = ""
         self.spool = spool
         self.quarantine_dir = quarantine_dir or spool.dir.parent / "quarantine"
         self._on_drop = on_drop
@@ -75,26 +92,106 @@ class StoreWriter:
         self._flushes = 0  # callers of flush() waiting: send without lingering
         self._flushes_lock = threading.Lock()
         self.written = 0
-        self.failing_since: float | None = None
+        # A store that did not answer at start is not ok until the first batch reaches it.
+        self.failing_since: float | None = None if getattr(backend, "ready", True) else time.monotonic()
+        self._last_insert_ok: bool | None = None  # None: nothing written yet
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
 
     def submit(self, row: Mapping[str, Any]) -> None:
-        self.spool.append(self.encode(row))
+        data = self.encode(row)
+        with self._backlog_lock:
+            if self._backlog:  # the disk refused earlier records: these wait behind them, in order
+                self._hold(data)
+                return
+            try:
+                self.spool.append(data)
+            except OSError as e:
+                self._disk_failed(e)
+                self._hold(data)
+                return
         if self._idle or self.spool.unsent() >= self.batch_size:  # a full batch does not linger
             self._wake.set()
 
+    def _hold(self, data: bytes) -> None:
+        self._backlog.append(data)
+        self._backlog_bytes += len(data)
+        while self._backlog_bytes > MAX_BACKLOG_BYTES and self._backlog:
+            self._backlog_bytes -= len(self._backlog.popleft())
+            self.dropped_since_ok = True
+            if self._on_drop is not None:
+                self._on_drop("disk_full", 1)
+
+    def _disk_failed(self, e: OSError) -> None:
+        self._error("spool_write", e)
+        if self.disk_failing_since is None:
+            self.disk_failing_since = time.monotonic()
+            log.error("cannot write the spool (%s): records wait in memory (up to %d MiB) and are retried",
+                      e, MAX_BACKLOG_BYTES >> 20)  # fmt: skip
+
+    def _error(self, reason: str, e: BaseException) -> None:
+        self.last_error = f"{reason}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
+        if self._on_error is not None:
+            try:
+                self._on_error(reason)
+            except Exception:
+                pass
+
+    def _drain_backlog(self) -> bool:
+        """Move held records into the spool; False while the disk still refuses them."""
+        with self._backlog_lock:
+            while self._backlog:
+                try:
+                    self.spool.append(self._backlog[0])
+                except OSError as e:
+                    self._error("spool_write", e)
+                    return False
+                self._backlog_bytes -= len(self._backlog.popleft())
+            if self.disk_failing_since is not None:
+                log.info("spool writable again after %.1fs", time.monotonic() - self.disk_failing_since)
+                self.disk_failing_since = None
+        return True
+
+    def ok(self) -> bool:
+        """The store has everything it was given, or will get it from the spool: nothing failing, waiting
+        outside the spool, or lost since the last stored batch."""
+        return self.failing_since is None and self.disk_failing_since is None and not self.dropped_since_ok
+
     def queued(self) -> int:
-        return self.spool.unsent()
+        return self.spool.unsent() + len(self._backlog)
+
+    def store_ok(self) -> bool | None:
+        """``/healthz`` ``store_ok``: False while :meth:`ok` is not (the store fails, records wait outside the
+        spool or were lost, a store away at start has not answered yet); else ``None`` until the first insert,
+        then True."""
+        if not self.ok():
+            return False
+        return self._last_insert_ok
 
     def _sleep(self, seconds: float) -> None:
         self._wake.wait(seconds)
         self._wake.clear()
 
     def _run(self) -> None:
+        while True:
+            try:
+                self._loop()
+                return
+            except Exception as e:  # never die: a fault is logged, counted, and the loop starts again
+                self._error("writer", e)
+                log.exception("store writer fault; retrying")
+                time.sleep(1.0)
+
+    def _loop(self) -> None:
         backoff = 0.5
         waiting_since: float | None = None  # when the oldest unsent row was first seen
         while True:
+            if self._backlog and not self._drain_backlog():
+                if self._stop:
+                    log.error("the disk still refuses records at shutdown: %d held in memory are lost",
+                              len(self._backlog))  # fmt: skip
+                    return
+                time.sleep(0.5)
             unsent = self.spool.unsent()
             if unsent == 0:
                 waiting_since = None
@@ -113,13 +210,23 @@ class StoreWriter:
                 if left > 0:
                     self._sleep(left)
                     continue
-            batch = self.spool.next_batch(self.batch_size)
-            if batch is None or not batch.rows:
+            try:
+                batch = self.spool.next_batch(self.batch_size)
+            except OSError as e:  # the batch log could not be written: try again shortly
+                self._error("spool_write", e)
+                time.sleep(backoff)
+                continue
+            if batch is None:
                 self._sleep(0.05)
+                continue
+            if not batch.rows:  # only damaged records (counted at start): step over them
+                self.spool.ack(batch)
                 continue
             try:
                 rejected = self._insert(batch.rows, batch.token)
             except Exception as e:
+                self._error("store_unavailable", e)
+                self._last_insert_ok = False
                 if self.failing_since is None:
                     self.failing_since = time.monotonic()
                     log.warning("store unavailable (%s); records are kept in the spool and retried", e)
@@ -135,9 +242,16 @@ class StoreWriter:
             if self.failing_since is not None:
                 log.info("store back after %.1fs", time.monotonic() - self.failing_since)
                 self.failing_since = None
+            self._last_insert_ok = True
             backoff = 0.5
             waiting_since = None
-            self.spool.ack(batch)
+            self.dropped_since_ok = bool(self._backlog) and self.dropped_since_ok
+            try:
+                self.spool.ack(batch)
+            except OSError as e:  # stored but not noted: sent again later, and deduplicated by its token
+                self._error("spool_write", e)
+                time.sleep(backoff)
+                continue
             self.written += len(batch.rows) - rejected
             self.spool.maybe_fsync()
 
@@ -193,4 +307,7 @@ class StoreWriter:
         self._stop = True
         self._wake.set()
         self._thread.join(timeout)
-        self.spool.close()
+        try:
+            self.spool.close()
+        except OSError as e:
+            log.error("closing the spool failed (%s): the next start recovers it", e)

@@ -73,9 +73,20 @@ def input_messages(body: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _redact_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each text redacted as the text it is (before JSON quotes it once more), then the whole again."""
+    for m in messages:
+        for part in m.get("parts", []):
+            if isinstance(part.get("content"), str):
+                part["content"] = redact(part["content"])
+    return messages
+
+
 def content_attributes(body: Any, output_text: str, finish_reason: str) -> dict[str, str]:
-    inp = input_messages(body)
-    out = [{"role": "assistant", "parts": [{"type": "text", "content": output_text}], "finish_reason": finish_reason}]
+    inp = _redact_parts(input_messages(body))
+    out = _redact_parts(
+        [{"role": "assistant", "parts": [{"type": "text", "content": output_text}], "finish_reason": finish_reason}]
+    )
     return {
         "gen_ai.input.messages": _cap(redact(json.dumps(inp, ensure_ascii=False))),
         "gen_ai.output.messages": _cap(redact(json.dumps(out, ensure_ascii=False))),

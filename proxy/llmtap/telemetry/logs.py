@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from ..record import CallRecord
+from .redact import RedactingFilter
 
 calls_log = logging.getLogger("llmtap.calls")
 
@@ -45,11 +46,14 @@ class JsonFormatter(logging.Formatter):
             out.update(call)
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:  # redacted by RedactingFilter
+            out["exc"] = record.exc_text
         return json.dumps(out, default=str, ensure_ascii=False)
 
 
 def setup_logging(level: str, fmt: str) -> None:
     handler = logging.StreamHandler()
+    handler.addFilter(RedactingFilter())  # every line, whoever logs it (llmtap, mitmproxy, libraries)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:

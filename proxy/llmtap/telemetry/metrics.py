@@ -1,6 +1,15 @@
-"""Prometheus metrics (the contract in DESIGN.md): one registry, no per-request labels."""
+"""Prometheus metrics (the contract in DESIGN.md): one registry, no per-request labels.
+
+Label values that come from requests are bounded (an attacker's 1,000 model names grew ``/metrics``
+to ~55 MB): ``model`` is the request model when the price data knows it (it was priced), else one
+of the first :data:`MAX_UNPRICED_MODELS` other names seen for that provider, else ``other``;
+``api_key_id`` is one of the first :data:`MAX_KEYS` fingerprints seen, else ``other``; every value
+is cut to :data:`MAX_LABEL_CHARS`. The other labels are closed vocabularies.
+"""
 
 from __future__ import annotations
+
+import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -29,8 +38,38 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 OVERHEAD_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
+MAX_UNPRICED_MODELS = 50  # per provider
+MAX_KEYS = 100
+MAX_LABEL_CHARS = 128
+OTHER = "other"
+
+
+class _Bounded:
+    """The first ``limit`` values seen (per group) pass; the rest become ``other``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, group: str, value: str, known: bool = False) -> str:
+        value = value[:MAX_LABEL_CHARS]
+        if not value or known:
+            return value
+        with self._lock:
+            seen = self.seen.setdefault(group, set())
+            if value in seen:
+                return value
+            if len(seen) < self.limit:
+                seen.add(value)
+                return value
+        return OTHER
+
+
 class Metrics:
     def __init__(self) -> None:
+        self._models = _Bounded(MAX_UNPRICED_MODELS)
+        self._keys = _Bounded(MAX_KEYS)
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "llmtap_requests",
@@ -81,8 +120,24 @@ class Metrics:
             registry=r,
         )
         self.dropped = Counter("llmtap_records_dropped", "Records lost, by reason", ["reason"], registry=r)
+        self.store_errors = Counter(
+            "llmtap_store_errors",
+            "Store-path faults, by reason (store_unavailable, spool_write, writer)",
+            ["reason"],
+            registry=r,
+        )
         self.store_queue = Gauge("llmtap_store_queue_records", "Records waiting for the store", registry=r)
         self.spool_bytes = Gauge("llmtap_spool_bytes", "Bytes in the on-disk spool", registry=r)
+        self.client_connections = Gauge(
+            "llmtap_client_connections", "Client connections open on the proxy", registry=r
+        )
+        self.client_dropped = Counter(
+            "llmtap_client_connections_dropped",
+            "Client connections closed or refused by the limits (cap, evicted_idle, header_timeout, "
+            "refused_destination)",
+            ["reason"],
+            registry=r,
+        )
         self.parse_errors = Counter(
             "llmtap_parse_errors", "Side-parser failures (traffic unaffected)", ["api"], registry=r
         )
@@ -116,8 +171,11 @@ class Metrics:
             registry=r,
         )
 
+    def model_label(self, rec: CallRecord) -> str:
+        return self._models(rec.provider, rec.request_model, known=bool(rec.cost_source))
+
     def observe(self, rec: CallRecord, gaps_s: list[float] | None = None) -> None:
-        p, m = rec.provider, rec.request_model
+        p, m = rec.provider, self.model_label(rec)
         self.requests.labels(p, m, rec.operation, rec.outcome, rec.error_type).inc()
         for kind, n in (
             ("input", rec.input_tokens),
@@ -140,10 +198,11 @@ class Metrics:
                 h.observe(g)
         if rec.mid_stream_error:
             self.mid_stream.labels(p, m, rec.error_type).inc()
+        key = self._keys("", rec.api_key_id)
         if rec.ratelimit_remaining_requests is not None:
-            self.ratelimit.labels(p, rec.api_key_id, "requests").set(rec.ratelimit_remaining_requests)
+            self.ratelimit.labels(p, key, "requests").set(rec.ratelimit_remaining_requests)
         if rec.ratelimit_remaining_tokens is not None:
-            self.ratelimit.labels(p, rec.api_key_id, "tokens").set(rec.ratelimit_remaining_tokens)
+            self.ratelimit.labels(p, key, "tokens").set(rec.ratelimit_remaining_tokens)
         if rec.overhead_ms is not None:
             self.overhead.labels(p).observe(rec.overhead_ms / 1000.0)
         if rec.cache_miss_cost_usd:

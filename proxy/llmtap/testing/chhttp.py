@@ -3,9 +3,13 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database``, ``default_format``, basic or
-X-ClickHouse-User/Key auth, ``/ping``, and errors as ``Code: N. DB::Exception``.
-Other URL settings are applied with SET for the request and reset after it.
+``database`` (else the user's default database, per request), ``default_format``, basic or
+X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
+``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
+after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
+session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
+data may not; chDB has no grants, so ``SELECT`` on one database is the server's part).
+``GET /_chhttp/log`` lists who ran what (the last 500: user and the statement's first words).
 
 Run: ``python -m llmtap.testing.chhttp --path DIR --port PORT [--user U --password P]`` (or
 :func:`llmtap.testing.harness.start_chhttp`); it prints ``{"port": N}`` when ready. Binds 127.0.0.1
@@ -58,12 +62,23 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--user", default="default")
     ap.add_argument("--password", default="")
+    ap.add_argument("--read-user", default="")
+    ap.add_argument("--read-password", default="")
     args = ap.parse_args()
+
+    from collections import deque
 
     from chdb import session
 
     sess = session.Session(args.path)
+    default_db = bytes(sess.query("SELECT currentDatabase()", "TSV").bytes()).decode().strip() or "default"
     lock = threading.Lock()
+    reader: Any = None
+    read_lock = threading.Lock()
+    if args.read_user:
+        reader = session.Session(args.path)
+        reader.query("SET readonly = 2")
+    seen: deque[tuple[str, str]] = deque(maxlen=500)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -79,16 +94,28 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(body)
 
-        def _auth_ok(self) -> bool:
+        def _user(self) -> str:
+            """The authenticated user, '' when the credentials are wrong."""
             user, pw = self.headers.get("X-ClickHouse-User"), self.headers.get("X-ClickHouse-Key", "")
             auth = self.headers.get("Authorization", "")
             if auth.startswith("Basic "):
                 user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
-            return (user or "default") == args.user and (pw or "") == args.password
+            user, pw = user or "default", pw or ""
+            if user == args.user and pw == args.password:
+                return user
+            if args.read_user and user == args.read_user and pw == args.read_password:
+                return user
+            return ""
+
+        def _auth_ok(self) -> bool:
+            return bool(self._user())
 
         def do_GET(self) -> None:
             if urlsplit(self.path).path == "/ping":
                 self._reply(200, b"Ok.\n")
+                return
+            if urlsplit(self.path).path == "/_chhttp/log":
+                self._reply(200, json.dumps(list(seen)).encode(), {"Content-Type": "application/json"})
                 return
             self.do_POST()
 
@@ -129,14 +156,22 @@ def main() -> None:
                 m = _FORMAT_RE.search(sql) if not (query and body) else None
                 fmt = m.group(1) if m else params.get("default_format", "TabSeparated")
             settings = {k: v for k, v in params.items() if k not in NOT_SETTINGS and not k.startswith("param_")}
-            with lock:
+            bound = {k[6:]: v for k, v in params.items() if k.startswith("param_")}  # escaped text, as chDB takes it
+            user = self._user()
+            seen.append((user, " ".join(sql.split()[:6])))
+            if reader is not None and user == args.read_user:
+                run_on, run_lock = reader, read_lock
+            else:
+                run_on, run_lock = sess, lock
+            with run_lock:
                 try:
-                    if params.get("database"):
-                        sess.query(f"USE {params['database']}")
+                    # Each request runs in its ``database`` parameter, else the user's default one, as on
+                    # a server: the shared session must not carry one request's database into the next.
+                    run_on.query(f"USE {params.get('database') or default_db}")
                     applied = []
                     for k, v in settings.items():
                         try:
-                            sess.query(f"SET {k} = {v if re.fullmatch(r'-?[0-9.]+', v) else repr(v)}")
+                            run_on.query(f"SET {k} = {v if re.fullmatch(r'-?[0-9.]+', v) else repr(v)}")
                             applied.append(k)
                         except Exception:
                             pass  # client-side or unknown settings
@@ -145,22 +180,22 @@ def main() -> None:
                             staged = Path(args.path) / f"input-{threading.get_ident()}.bin"
                             staged.write_bytes(data)
                             try:
-                                sess.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
+                                run_on.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
                             finally:
                                 staged.unlink(missing_ok=True)
                             out = b""
                         elif binary:
-                            with sess.send_insert(sql, fmt) as ins:
+                            with run_on.send_insert(sql, fmt) as ins:
                                 ins.append(bytes(data))
                                 ins.finish()
                             out = b""
                         else:
-                            res = sess.query(sql, fmt)
+                            res = run_on.query(sql, fmt, params=bound) if bound else run_on.query(sql, fmt)
                             out = bytes(res.bytes()) if res is not None else b""
                     finally:
                         for k in applied:
                             try:
-                                sess.query(f"SET {k} = DEFAULT")
+                                run_on.query(f"SET {k} = DEFAULT")
                             except Exception:
                                 pass
                 except Exception as e:

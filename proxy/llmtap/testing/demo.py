@@ -5,13 +5,20 @@ starts the mock provider and a sidecar that dials it for api.openai.com and api.
 then sends live traffic through the proxy the way an app would (HTTPS_PROXY + the CA bundle):
 OpenAI and Anthropic streams and non-streams, embeddings, Responses, rate limits, a quota
 error, overloads, mid-stream errors, cancellations. Ctrl-C (or --duration) stops everything.
+
+The live traffic keeps the history's pace (its rate at this time of day) and its call sizes (prompt
+and output tokens drawn like the history's, the regressed feature's dearer), so the charts continue
+instead of spiking, and the regression the demo announces is what ``check-cost`` finds.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import math
 import random
+import shlex
 import signal
 import ssl
 import sys
@@ -58,7 +65,13 @@ SCENARIOS: list[tuple[str, str, dict[str, Any], str, int]] = [
     ),
     ("api.openai.com", "/v1/chat/completions", {"model": "gpt-4o", "stream": True}, "slow:cancel", 2),
 ]
-FEATURES = ["search", "summarize", "chat", "extract", "classify"]
+HISTORY_CALLS = 60_000  # over HISTORY_DAYS: ~0.09 calls/s on average (0.05-0.15 over the day), the live rate too
+HISTORY_DAYS = 8
+WINDOW_CALLS = 1000  # steady calls in the last hour and the same hour of each earlier day: check-cost's windows
+REGRESSION = synthetic.Regression("summarize", 1.6)  # planted in the last hour, and carried on by live traffic
+# The live calls' sizes follow the history's (tokens → cost): input ~ lognormal around 1200 tokens.
+MEAN_OUTPUT = {m[2]: m[5] for m in synthetic.MODELS}
+MAX_EVENTS = 300  # a live stream's content events (= its output tokens), 5 ms apart
 
 
 def _opener(proxy: str, bundle: Path) -> urllib.request.OpenerDirector:
@@ -70,9 +83,7 @@ def _opener(proxy: str, bundle: Path) -> urllib.request.OpenerDirector:
 
 def one_call(opener: urllib.request.OpenerDirector, rnd: random.Random) -> None:
     host, path, body, scenario, _ = rnd.choices(SCENARIOS, [s[4] for s in SCENARIOS])[0]
-    feature = rnd.choice(FEATURES)
-    if feature == "summarize" and rnd.random() < 0.7:  # the planted regression: a costlier prompt for one feature
-        host, path, body, scenario = SCENARIOS[1][:4]
+    feature = rnd.choice(synthetic.FEATURES)
     payload = {**body, "messages": [{"role": "user", "content": f"Help me {feature} this text, please."}]}
     headers = {
         "Content-Type": "application/json",
@@ -81,8 +92,15 @@ def one_call(opener: urllib.request.OpenerDirector, rnd: random.Random) -> None:
         "anthropic-version": "2023-06-01",
         "x-llmtap-feature": feature,
         "x-llmtap-service": rnd.choice(synthetic.SERVICES),
-        "x-llmtap-user": f"user-{rnd.randint(1, 12)}",
+        "x-llmtap-user": f"user-{rnd.randint(1, 40)}",
+        "x-llmtap-tenant": rnd.choice(["acme", "globex", "initech"]),
     }
+    if not scenario:  # an ordinary call: as large as the history's, and dearer for the regressed feature
+        factor = REGRESSION.factor if feature == REGRESSION.feature else 1.0
+        prompt = int(rnd.lognormvariate(math.log(1200), 0.8) * factor)
+        out = max(1, int(rnd.lognormvariate(math.log(MEAN_OUTPUT.get(str(body["model"]), 250)), 0.5) * factor))
+        headers["x-mock-prompt-tokens"] = str(prompt)
+        headers["x-mock-events"] = str(min(out, MAX_EVENTS))
     cancel = scenario.endswith(":cancel")
     if scenario:
         headers["x-mock-scenario"] = scenario.split(":")[0]
@@ -98,12 +116,21 @@ def one_call(opener: urllib.request.OpenerDirector, rnd: random.Random) -> None:
         pass  # errors are part of the demo
 
 
+def live_rate(calls: int, days: float, now: float) -> float:
+    """Calls per second of the seeded history at this time of day: the live traffic keeps its pace."""
+    return calls / (days * 86400) * synthetic.daily_weight(now)
+
+
 def traffic(proxy: str, bundle: Path, stop_at: float, stopping: threading.Event, rate: float) -> None:
+    """Calls arrive at ``rate`` per second (Poisson), however long each takes: a slow stream does not
+    hold back the next arrival (up to 32 calls in flight)."""
     rnd = random.Random()
     opener = _opener(proxy, bundle)
-    while time.time() < stop_at and not stopping.is_set():
-        one_call(opener, rnd)
+    with concurrent.futures.ThreadPoolExecutor(32, thread_name_prefix="llmtap-demo") as pool:
         stopping.wait(rnd.expovariate(rate))
+        while time.time() < stop_at and not stopping.is_set():
+            pool.submit(one_call, opener, random.Random(rnd.random()))
+            stopping.wait(rnd.expovariate(rate))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,22 +140,47 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
+    from ..cli.parser import number
+
     ap.add_argument("--data-dir", default="./llmtap-demo")
     ap.add_argument("--listen", default="127.0.0.1:8080")
     ap.add_argument("--admin", default="127.0.0.1:9464")
-    ap.add_argument("--duration", type=float, default=0, help="stop after this many seconds (default: Ctrl-C)")
-    ap.add_argument("--rate", type=float, default=4.0, help="live calls per second per worker (default 4)")
+    ap.add_argument(
+        "--duration",
+        type=number("--duration", float, 0),
+        default=0,
+        help="stop after this many seconds (default: Ctrl-C)",
+    )
+    ap.add_argument(
+        "--rate",
+        type=number("--rate", float, 0.001),
+        default=None,
+        help="live calls per second (default: the seeded history's rate at this time of day, ~0.05-0.15)",
+    )
     ap.add_argument("--no-history", action="store_true", help="skip the week of synthetic history")
+
+
+def _llmtap() -> str:
+    """How this process was started, so that the commands it prints run as they are."""
+    if Path(sys.argv[0]).name == "llmtap":
+        return shlex.quote(sys.argv[0])
+    return f"{shlex.quote(sys.executable)} -m llmtap"
 
 
 def run(args: argparse.Namespace) -> int:
     data = Path(args.data_dir).resolve()
-    fresh = not (data / "store").exists()
-    if fresh and not args.no_history:
-        print("llmtap demo: seeding a week of synthetic history…", flush=True)
+    seeded = (data / "store").exists()
+    if not args.no_history:
+        calls = 0 if seeded else HISTORY_CALLS  # a re-run adds only this hour's baseline windows
+        print(f"llmtap demo: seeding {'baseline windows' if seeded else 'a week of synthetic history'}…", flush=True)
         synthetic.run(
             argparse.Namespace(
-                data_dir=str(data), store="", calls=20000, days=8, windows=200, regression="summarize:1.6"
+                data_dir=str(data),
+                store="",
+                calls=calls,
+                days=HISTORY_DAYS,
+                windows=WINDOW_CALLS,
+                regression=f"{REGRESSION.feature}:{REGRESSION.factor}",
             )
         )
     mock = start_mock(data.parent / f"{data.name}-mock")
@@ -137,16 +189,18 @@ def run(args: argparse.Namespace) -> int:
     sc = start_sidecar(data, mock, listen_port=listen_port, admin_port=admin_port, service="demo-app")
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    rate = args.rate or live_rate(HISTORY_CALLS, HISTORY_DAYS, time.time())
+    llmtap = _llmtap()
     print(
-        f"llmtap demo: open http://127.0.0.1:{admin_port}/ — live traffic is flowing "
-        f"(proxy {sc.proxy_url}); Ctrl-C stops it",
+        f"llmtap demo: open http://127.0.0.1:{admin_port}/#token={sc.token} — live traffic is flowing "
+        f"(proxy {sc.proxy_url}, "
+        f"{rate * 60:.1f} calls/min: the seeded history's rate at this hour); Ctrl-C stops it\n"
+        f"llmtap demo: point your own code at it: eval \"$({llmtap} env --data-dir {shlex.quote(str(data))} "
+        f"--listen 127.0.0.1:{listen_port})\"",
         flush=True,
     )
     stop_at = time.time() + (args.duration or 10**9)
-    workers = [
-        threading.Thread(target=traffic, args=(sc.proxy_url, sc.bundle, stop_at, stopping, args.rate), daemon=True)
-        for _ in range(3)
-    ]
+    workers = [threading.Thread(target=traffic, args=(sc.proxy_url, sc.bundle, stop_at, stopping, rate), daemon=True)]
     for w in workers:
         w.start()
     try:
@@ -157,11 +211,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stopping.set()
         for w in workers:
-            w.join(5)
+            w.join(35)  # the calls in flight end (their timeout is 30 s)
         stop(sc.proc)
         stop(mock.proc)
     print(
-        "llmtap demo: stopped. `llmtap check-cost --data-dir " + str(data) + "` shows the planted regression.",
+        f"llmtap demo: stopped. `{llmtap} check-cost --data-dir {shlex.quote(str(data))} --by feature` shows the "
+        f"planted regression ({REGRESSION.feature}: cost per call x{REGRESSION.factor} in the last hour).",
         file=sys.stderr,
     )
     return 0

@@ -88,6 +88,7 @@ class Sidecar:
     data_dir: Path
     log: Path
     env: dict[str, str] = field(default_factory=dict)
+    admin_token: str = ""  # given with --admin-token; else the install's token is read from the data dir
 
     @property
     def proxy_url(self) -> str:
@@ -108,8 +109,17 @@ class Sidecar:
         finally:
             conn.close()
 
-    def sql(self, query: str) -> list[dict[str, Any]]:
-        status, body = self.admin_request("POST", "/api/sql?format=JSONEachRow", query.encode())
+    @property
+    def token(self) -> str:
+        """The install's admin token (``<data-dir>/admin-token``), or the one given with ``--admin-token``."""
+        return self.admin_token or (self.data_dir / "admin-token").read_text().strip()
+
+    def sql(self, query: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        payload: dict[str, Any] = {"query": query, "format": "JSONEachRow"}
+        if params:
+            payload["params"] = params
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
+        status, body = self.admin_request("POST", "/api/sql", json.dumps(payload).encode(), headers)
         assert status == 200, body
         return [json.loads(line) for line in body.splitlines() if line.strip()]
 
@@ -181,6 +191,8 @@ def start_sidecar(
     with open(log, "w") as f:
         proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=penv)
     sc = Sidecar(proc, listen, admin, data_dir, log)
+    if "--admin-token" in extra:
+        sc.admin_token = extra[list(extra).index("--admin-token") + 1]
     try:
         wait_healthy(sc)
     except Exception:
@@ -198,6 +210,8 @@ class ClickHouseHTTP:
     user: str = "llmtap"
     password: str = "s3cret"
     proc: subprocess.Popen[Any] | None = None
+    read_user: str = ""  # a second user whose queries the engine keeps read-only
+    read_password: str = ""
 
     def start(self) -> ClickHouseHTTP:
         self.proc = subprocess.Popen(
@@ -212,6 +226,7 @@ class ClickHouseHTTP:
                 self.user,
                 "--password",
                 self.password,
+                *(["--read-user", self.read_user, "--read-password", self.read_password] if self.read_user else []),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -232,6 +247,17 @@ class ClickHouseHTTP:
     @property
     def url(self) -> str:
         return f"clickhouse://{self.user}:{self.password}@127.0.0.1:{self.port}/llmtap"
+
+    @property
+    def read_url(self) -> str:
+        return f"clickhouse://{self.read_user}:{self.read_password}@127.0.0.1:{self.port}/llmtap"
+
+    def log(self) -> list[tuple[str, str]]:
+        """Who ran what: (user, the statement's first words), the last 500."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_chhttp/log", timeout=10) as r:
+            return [tuple(x) for x in json.loads(r.read())]
 
     def client(self) -> Any:
         import clickhouse_connect

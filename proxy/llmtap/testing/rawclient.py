@@ -26,7 +26,12 @@ class ProxyRefused(ConnectionError):
 
 
 def tls_socket(
-    host: str, port: int, cafile: Path, proxy: tuple[str, int] | None, proxy_auth: str = ""
+    host: str,
+    port: int,
+    cafile: Path,
+    proxy: tuple[str, int] | None,
+    proxy_auth: str = "",
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl.SSLSocket:
     if proxy is not None:
         sock = socket.create_connection(proxy, timeout=30)
@@ -49,7 +54,7 @@ def tls_socket(
     else:
         sock = socket.create_connection((host, port), timeout=30)
     ctx = ssl.create_default_context(cafile=str(cafile))
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(list(alpn))
     return ctx.wrap_socket(sock, server_hostname=host)
 
 
@@ -57,7 +62,7 @@ def request(
     host: str,
     port: int,
     path: str,
-    body: dict[str, object],
+    body: dict[str, object] | bytes,
     headers: dict[str, str],
     cafile: Path,
     proxy: tuple[str, int] | None = None,
@@ -65,7 +70,9 @@ def request(
     proxy_auth: str = "",
     deadline_s: float = 300.0,
 ) -> RawResponse:
-    """POST ``body`` as JSON. ``connect_host`` dials another address while keeping ``host`` for TLS/Host.
+    """POST ``body`` as JSON (or as given, when bytes).
+
+    ``connect_host`` dials another address while keeping ``host`` for TLS/Host.
 
     Raises ``TimeoutError`` (with what arrived so far) when the response has not ended within
     ``deadline_s``, even if data keeps trickling in, so a stalled stream fails loudly.
@@ -79,7 +86,7 @@ def request(
     try:
         tls.do_handshake()
         cert = tls.getpeercert() or {}
-        payload = json.dumps(body).encode()
+        payload = bytes(body) if isinstance(body, (bytes, bytearray)) else json.dumps(body).encode()
         head = [
             f"POST {path} HTTP/1.1",
             f"Host: {host}",
@@ -90,7 +97,7 @@ def request(
         ]
         head += [f"{k}: {v}" for k, v in headers.items()]
         tls.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
-        raw = b""
+        raw = bytearray()
         chunks: list[tuple[float, bytes]] = []
         give_up = time.monotonic() + deadline_s
         while True:
@@ -103,7 +110,7 @@ def request(
                 raise TimeoutError(f"no end of response after {deadline_s:.0f}s; {len(raw)} bytes: {raw[-300:]!r}")
     finally:
         tls.close()
-    head_b, _, rest = raw.partition(b"\r\n\r\n")
+    head_b, _, rest = bytes(raw).partition(b"\r\n\r\n")
     lines = head_b.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ")[1])
     hdrs = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}

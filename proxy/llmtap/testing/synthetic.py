@@ -13,6 +13,7 @@ import itertools
 import math
 import random
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +42,69 @@ ERRORS: list[tuple[ErrorType, int, str]] = [
 ]
 
 
+def daily_weight(ts: float) -> float:
+    """Traffic at ``ts`` relative to the day's mean (the daily cycle of :func:`generate`: more in working
+    hours, UTC). ``llmtap demo`` paces its live traffic with it, so live and seeded rates agree."""
+    return _cycle(ts) / _CYCLE_MEAN
+
+
+def _cycle(ts: float) -> float:
+    hour = (ts % 86400) / 3600
+    return 0.35 + 0.65 * max(0.0, math.sin((hour - 6) / 24 * 2 * math.pi))
+
+
+_CYCLE_MEAN = 0.35 + 0.65 / math.pi  # the mean of _cycle over a day
+
+
+class LinearPrices:
+    """The pricer's prices, computed once per model: the synthetic calls are far below any price tier, where
+    a price is linear in each token count (tests/unit/test_synthetic.py checks it against the pricer)."""
+
+    BASIS = 1000  # tokens per basis usage: under every tier threshold
+
+    def __init__(self, pricer: Pricer) -> None:
+        self.pricer = pricer
+        self._rates: dict[tuple[str, str, str], tuple[float, float, float, float] | None] = {}
+
+    def _price(self, r: CallRecord, **tokens: int) -> tuple[float, float] | None:
+        probe = CallRecord(provider=r.provider, request_model=r.request_model, response_model=r.response_model)
+        for k, v in tokens.items():
+            setattr(probe, k, v)
+        p = self.pricer.price(probe)
+        return None if p is None else (p.input, p.output)
+
+    def cache_read_saving(self, r: CallRecord, tokens: int) -> float | None:
+        """What ``tokens`` would have cost less read from the cache (after :meth:`apply` saw the model)."""
+        rates = self._rates.get((r.provider, r.request_model, r.response_model))
+        return None if rates is None else tokens * (rates[0] - rates[1])
+
+    def apply(self, r: CallRecord) -> None:
+        if r.cost_usd is not None or r.usage_source == "none":
+            return
+        key = (r.provider, r.request_model, r.response_model)
+        if key not in self._rates:
+            b = self.BASIS
+            plain, read, write, out = (
+                self._price(r, input_tokens=b),
+                self._price(r, input_tokens=b, cache_read_tokens=b),
+                self._price(r, input_tokens=b, cache_write_tokens=b),
+                self._price(r, output_tokens=b),
+            )
+            if plain is None or read is None or write is None or out is None:
+                self._rates[key] = None
+            else:
+                self._rates[key] = (plain[0] / b, read[0] / b, write[0] / b, out[1] / b)
+        rates = self._rates[key]
+        if rates is None:
+            return
+        uncached = max(r.input_tokens - r.cache_read_tokens - r.cache_write_tokens, 0)
+        r.input_cost_usd = uncached * rates[0] + r.cache_read_tokens * rates[1] + r.cache_write_tokens * rates[2]
+        r.output_cost_usd = r.output_tokens * rates[3]
+        r.uncached_input_cost_usd = r.input_tokens * rates[0]
+        r.cost_usd = r.input_cost_usd + r.output_cost_usd
+        r.cost_source = "genai-prices"
+
+
 @dataclass
 class Regression:
     feature: str
@@ -62,7 +126,7 @@ def generate(
     who = random.Random(seed + 1)  # the calling tool and plan: its own draws, the rest stays as it was
     dims = random.Random(seed + 2)  # the cost dimensions (unpriced models, retries, cache misses): their own too
     storm: dict[str, int] = {}  # api key → attempts of the retry storm so far
-    pricer = pricer or Pricer()
+    prices = LinearPrices(pricer or Pricer())
     weights = [m[4] for m in MODELS]
     for _ in range(n):
         # daily cycle: more traffic in working hours (UTC)
@@ -70,8 +134,7 @@ def generate(
             ts = rnd.uniform(start, end)
             if steady:
                 break
-            hour = (ts % 86400) / 3600
-            if rnd.random() < 0.35 + 0.65 * max(0.0, math.sin((hour - 6) / 24 * 2 * math.pi)):
+            if rnd.random() < _cycle(ts):
                 break
         provider, api, model, resp_model, _, mean_out, ttft_base = rnd.choices(MODELS, weights)[0]
         embeddings = api == "openai.embeddings"
@@ -145,14 +208,16 @@ def generate(
             r.request_hash = "f" * 32
         _caller(r, who)
         _cost_dims(r, dims, storm, steady)
-        pricer.apply(r)
-        _cache_miss(r, dims, pricer, steady)
+        prices.apply(r)
+        _cache_miss(r, dims, prices, steady)
         if regression and r.feature == regression.feature and ts > end - regression.window_s and r.cost_usd is not None:
             r.input_tokens = int(r.input_tokens * regression.factor)
             r.output_tokens = int(r.output_tokens * regression.factor)
             r.cost_usd *= regression.factor
             r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
             r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
+            if r.uncached_input_cost_usd is not None:
+                r.uncached_input_cost_usd *= regression.factor
         yield r
 
 
@@ -184,14 +249,14 @@ _MISSES: tuple[CacheMissReason, ...] = (
 )
 
 
-def _cache_miss(r: CallRecord, rnd: random.Random, pricer: Pricer, steady: bool) -> None:
+def _cache_miss(r: CallRecord, rnd: random.Random, prices: LinearPrices, steady: bool) -> None:
     """Anthropic calls that write the cache: a first call or a miss (a reason, priced as the
     forensics price it); the others of a caching session: hits."""
     if steady or r.provider != "anthropic" or r.outcome != "ok":
         return
     if r.cache_write_tokens:
         r.cache_miss_reason = "first_call" if rnd.random() < 0.3 else rnd.choice(_MISSES)
-        r.cache_miss_cost_usd = pricer.cache_read_saving(r, r.cache_write_tokens)
+        r.cache_miss_cost_usd = prices.cache_read_saving(r, r.cache_write_tokens)
     elif r.cache_read_tokens:
         r.cache_miss_cost_usd = 0.0
 
@@ -278,8 +343,16 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..startup import read_lock
     from ..store import default_store_url, open_backend, rowbinary
 
+    holder = None if args.store else read_lock(Path(args.data_dir))
+    if holder is not None:  # chDB: one process per store
+        print(
+            f"llmtap seed: --data-dir {args.data_dir} is in use by a running sidecar (pid {holder.pid}): stop it first",
+            file=sys.stderr,
+        )
+        return 2
     backend = open_backend(args.store or default_store_url(Path(args.data_dir)))
     if backend is None:
         raise SystemExit("llmtap seed: --store none has no store")

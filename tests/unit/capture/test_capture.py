@@ -198,3 +198,21 @@ def test_garbage_bodies_never_raise(data: bytes, path: str, ctype: str) -> None:
     assert cap.tee(data) == data
     r = build(cap, End("complete", time.monotonic()), OFFLINE)[0]
     assert r.response_bytes == len(data)
+
+
+def test_buffered_json_bodies_share_one_bound() -> None:
+    """Finding 17: no global cap on buffered response bytes (many large JSON bodies at once)."""
+    from llmtap.capture.tee import BUFFERED, MAX_BUFFERED
+    from llmtap.decode.body import BodyTooLarge, JSONBody
+
+    bodies = [JSONBody(16 << 20, BUFFERED) for _ in range(MAX_BUFFERED // (8 << 20) + 2)]
+    refused = 0
+    for b in bodies:
+        try:
+            b.feed(b" " * (8 << 20))
+        except BodyTooLarge:
+            refused += 1
+    assert refused == 2 and BUFFERED.used == MAX_BUFFERED
+    for b in bodies:
+        b.flush()
+    assert BUFFERED.used == 0

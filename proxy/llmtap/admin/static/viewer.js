@@ -1,5 +1,8 @@
 // llmtap's built-in viewer: renders the panels of dashboards/*.json against the sidecar's store.
-// The server expands the panels' SQL (Grafana ClickHouse macros and variables); this file draws.
+// The server expands the panels' SQL (Grafana ClickHouse macros; variables bound as query parameters);
+// this file draws. Every value from the store is put into the page as text (textContent, attribute values,
+// CSSOM), never as HTML. The data API needs the admin token: the page exchanges it once for an HttpOnly
+// session cookie (the login box, or a #token=... link whose fragment never leaves the browser).
 "use strict";
 
 const COLORS = ["#73bf69", "#f2cc0c", "#5794f2", "#ff9830", "#f2495c", "#b877d9", "#8ab8ff", "#ff780a", "#96d98d",
@@ -8,13 +11,34 @@ const state = { boards: [], board: null, vars: {}, timer: null, loadSeq: 0 };
 const $ = (id) => document.getElementById(id);
 const NS = "http://www.w3.org/2000/svg";
 
+class NeedLogin extends Error {}
+
 async function api(path, body) {
-  const opts = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body) };
+  const opts = body === undefined ? { credentials: "same-origin" } : { method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
   const resp = await fetch(path, opts);
+  if (resp.status === 401) throw new NeedLogin("the admin token is needed");
+  if (resp.status === 204) return {};
   const data = await resp.json().catch(() => ({ error: `HTTP ${resp.status}` }));
   if (!resp.ok) throw new Error(data.error || `HTTP ${resp.status}`);
   return data;
+}
+
+async function login(token) {
+  await api("/api/login", { token });
+}
+
+function showLogin(message) {
+  const box = el("form", { id: "login", class: "login" });
+  const input = el("input", { type: "password", size: 40, autocomplete: "current-password",
+    placeholder: "admin token (<data-dir>/admin-token)", "aria-label": "admin token" });
+  const err = el("div", { class: "error" }, message || "");
+  box.append(el("label", {}, "Admin token "), input, el("button", { type: "submit" }, "Sign in"), err);
+  box.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try { await login(input.value.trim()); location.reload(); } catch (e) { err.textContent = "Wrong token."; }
+  });
+  $("grid").replaceChildren(box);
 }
 
 function timeRange() {
@@ -24,7 +48,9 @@ function timeRange() {
 
 function el(tag, attrs = {}, text) {
   const e = tag.startsWith("svg:") ? document.createElementNS(NS, tag.slice(4)) : document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "style") e.style.cssText = v; else e.setAttribute(k, v);  // CSSOM: no inline-style CSP exception
+  }
   if (text !== undefined) e.textContent = text;
   return e;
 }
@@ -232,6 +258,7 @@ async function loadPanel(panel, box, seq) {
     (DRAW[panel.type] || drawTable)(body, frame, panel);
     box.dataset.state = "rendered";
   } catch (e) {
+    if (e instanceof NeedLogin) { showLogin(); return; }
     body.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     box.dataset.state = "error";
   } finally {
@@ -270,7 +297,7 @@ async function loadVariables() {
         for (const value of await api("/api/variable", { uid: state.board.uid, name: v.name, from, to })) {
           sel.append(el("option", { value }, value));
         }
-      } catch (e) { /* an empty store: keep "All" */ }
+      } catch (e) { /* an empty store or no session yet: keep "All" */ }
       sel.value = (state.vars[v.name] || ["$__all"])[0];
       if (sel.selectedIndex < 0) sel.value = "$__all";
       sel.addEventListener("change", () => { state.vars[v.name] = [sel.value]; render(); });
@@ -304,6 +331,11 @@ function schedule() {
 }
 
 async function main() {
+  if (location.hash.startsWith("#token=")) {  // a link carrying the token: exchanged once, then forgotten
+    const token = decodeURIComponent(location.hash.slice(7));
+    history.replaceState(null, "", location.pathname + location.search);
+    try { await login(token); } catch (e) { showLogin("That link's token is wrong."); return; }
+  }
   state.boards = await api("/api/dashboards");
   for (const b of state.boards) {
     $("boards").append(el("a", { href: `#${b.uid}`, "data-uid": b.uid }, b.title.replace(/^LLM /, "")));

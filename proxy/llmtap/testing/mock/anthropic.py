@@ -37,7 +37,7 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
             },
         )
     usage = {
-        "input_tokens": 28,
+        "input_tokens": int(body.get("_mock_prompt_tokens", 28)),
         "cache_creation_input_tokens": 1200,
         "cache_read_input_tokens": 3400,
         "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},

@@ -38,6 +38,7 @@ class Reply:
     abort: bool = False  # close the connection instead of ending the body
     stamp: bool = False  # prefix each chunk with an SSE comment carrying the send time
     stream: bool = False  # chunked and paced even when the content type is not SSE
+    close: bool = False  # close the connection (cleanly) after this reply
 
 
 # -- wire helpers ---------------------------------------------------------------------

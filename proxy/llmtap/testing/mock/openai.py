@@ -60,7 +60,7 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
     resp_model = "gpt-4o-2024-08-06" if model == "gpt-4o" else model
     include_usage = (body.get("stream_options") or {}).get("include_usage") is True
     n = int(body.get("_mock_events", 8))
-    usage = _chat_usage(31, n)
+    usage = _chat_usage(int(body.get("_mock_prompt_tokens", 31)), n)
     if scenario == "deepseek":
         usage = {
             "prompt_tokens": 14,

@@ -9,7 +9,8 @@ valid for the providers' host names (issued by its own CA, written to
 A scenario is picked by the ``x-mock-scenario`` request header, else by a model
 name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
 events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
-of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``), ``x-mock-stamp: 1`` prefixes each event
+of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``; the completion tokens reported), ``x-mock-prompt-tokens``
+the prompt tokens an OpenAI chat or Anthropic reply reports, ``x-mock-stamp: 1`` prefixes each event
 with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
 requests received (to check what reached "upstream"). ``x-mock-replay: <provider>/<name>.<ext>``
 serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import agents, anthropic, batches, bedrock, billing, gemini, ollama, openai, replay, websocket
+from . import agents, anthropic, batches, bedrock, billing, gemini, hostile, ollama, openai, replay, websocket
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -115,6 +116,8 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     model = str(body.get("model", ""))
     if not scenario and model.startswith("mock-"):
         scenario = model[5:]
+    if scenario in hostile.SCENARIOS:  # bombs, a cut body, echoed payloads (the security tests)
+        return hostile.reply(scenario, body, headers)
     host = headers.get("host", "").split(":", 1)[0]
     match = route("POST", host, path, frozenset(headers))
     handler = HANDLERS.get(match.api) if match is not None else None
@@ -124,6 +127,9 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         events = headers.get("x-mock-events") or os.environ.get("LLMTAP_MOCK_EVENTS")
         if events:  # benchmarks: stream length
             body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
+        prompt = headers.get("x-mock-prompt-tokens")
+        if prompt:  # the demo: realistic prompt sizes in the reported usage
+            body = {**body, "_mock_prompt_tokens": max(1, min(int(prompt), 10_000_000))}
         reply = handler(path, body, scenario or "default")
         delay = headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS")
         if delay:  # per request, or a default for clients that cannot send headers (gateways)
@@ -186,6 +192,8 @@ class MockServer:
                 if reply.abort:
                     writer.transport.abort()
                     return
+                if reply.close:
+                    return
                 if headers.get("connection", "").lower() == "close":
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
@@ -205,12 +213,15 @@ class MockServer:
             529: "Overloaded",
         }
         head = [f"HTTP/1.1 {reply.status} {reason.get(reply.status, 'Status')}"]
-        streaming = reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        fixed = any(k == "content-length" for k, _ in reply.headers)  # a reply that promises its length itself
+        streaming = not fixed and (
+            reply.stream or any(k == "content-type" and "event-stream" in v for k, v in reply.headers)
+        )
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append("date: Sat, 29 Nov 2025 07:06:40 GMT")  # fixed, like every other byte
         if streaming:
             head.append("transfer-encoding: chunked")
-        else:
+        elif not fixed:
             head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
         if not streaming:

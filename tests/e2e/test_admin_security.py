@@ -1,0 +1,350 @@
+"""The admin API probed as an attacker would, against a running sidecar (issue #19, findings 0-4, 9, 15-17).
+
+Each test names the finding it reproduces. The helpers here speak the admin API the way any
+client can (JSON, the install's token when there is one), so the same file runs against an
+earlier llmtap, where these tests fail.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import LLMTAP, Mock, Sidecar, session_id, start_sidecar, stop
+
+pytestmark = pytest.mark.timeout(300)
+
+PLANTED_ENV = "sk-proj-PlantedEnvSecret0123456789abcdefABCDEF"
+PLANTED_ARGV = "PlantedArgvPass9876"
+
+
+def token_of(sc: Sidecar) -> str:
+    try:
+        return (sc.data_dir / "admin-token").read_text().strip()
+    except FileNotFoundError:
+        return ""  # an llmtap without per-install tokens
+
+
+def auth(sc: Sidecar) -> dict[str, str]:
+    t = token_of(sc)
+    return {"Authorization": f"Bearer {t}"} if t else {}
+
+
+def post(sc: Sidecar, path: str, payload: Any, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    h = {"Content-Type": "application/json", **auth(sc), **(headers or {})}
+    return sc.admin_request("POST", path, json.dumps(payload).encode(), h)
+
+
+def sql(sc: Sidecar, query: str) -> tuple[int, bytes]:
+    return post(sc, "/api/sql", {"query": query, "format": "TSV"})
+
+
+@pytest.fixture(scope="module")
+def target(mock: Mock, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    """A sidecar holding secrets where finding 1 found them: its environment and its command line."""
+    data = tmp_path_factory.mktemp("target") / "data"
+    sc = start_sidecar(data, mock, "--proxy-auth", f"alice:{PLANTED_ARGV}", env={"OPENAI_API_KEY": PLANTED_ENV})
+    yield sc
+    stop(sc.proc)
+
+
+def secrets_of(sc: Sidecar) -> list[bytes]:
+    """What no query may return: the CA private key, the install secret, the planted env and argv secrets."""
+    ca_key = (sc.data_dir / "ca" / "mitmproxy-ca.pem").read_text()
+    key_line = next(line for line in ca_key.splitlines() if line and "-----" not in line)
+    install = (sc.data_dir / "install-secret").read_bytes()[:16]
+    return [key_line.encode(), install, PLANTED_ENV.encode(), PLANTED_ARGV.encode()]
+
+
+def reading_attempts(sc: Sidecar) -> list[str]:
+    d = sc.data_dir
+    return [
+        f"SELECT * FROM `file`('{d}/ca/mitmproxy-ca.pem', 'LineAsString')",
+        f"SELECT * FROM filesystem('{d}')",
+        f"SELECT file('{d}/install-secret')",
+        "SELECT * FROM `file`('/proc/self/environ', 'RawBLOB')",
+        "SELECT * FROM `file`('/proc/self/cmdline', 'RawBLOB')",
+        f"SELECT $$'$$ UNION ALL SELECT * FROM file('{d}/ca/mitmproxy-ca.pem', 'LineAsString') --'",
+        "SELECT * FROM oss('/proc/self/environ', 'RawBLOB')",
+        f"SELECT * FROM eval('{d}')",
+    ]
+
+
+def test_no_query_writes_a_file(target: Sidecar, tmp_path: Path) -> None:
+    """Finding 0: comment and quoting tricks got INTO OUTFILE / INSERT INTO FUNCTION file() past the guard
+    (a .pth file written this way runs code at the next Python start)."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    attempts = [
+        f"SELECT $$'$$ INTO OUTFILE '{probe}/out.txt' --'",
+        f"SELECT $$'$$; INSERT INTO FUNCTION file('{probe}/evil.pth', 'LineAsString', 'l String') "
+        "SELECT 'import os' --'",
+        f"INSERT INTO FUNCTION file('{probe}/x.csv', 'CSV', 'a Int8') SELECT 1",
+        f"SELECT 1 INTO OUTFILE '{probe}/y.txt'",
+    ]
+    for q in attempts:
+        status, _ = sql(target, q)
+        assert status != 200, q
+        r = subprocess.run(
+            [*LLMTAP, "sql", q, "--admin", f"127.0.0.1:{target.admin}", "--data-dir", str(target.data_dir)],
+            capture_output=True,
+            timeout=60,
+        )
+        assert r.returncode != 0
+    assert sorted(p.name for p in probe.iterdir()) == []
+
+
+def test_no_query_reads_the_ca_key_secrets_environment_or_command_line(target: Sidecar) -> None:
+    """Finding 1: table functions and tricks the deny-list missed read the CA key, the install secret,
+    /proc/self/environ and /proc/self/cmdline, and listed the data dir."""
+    secrets = secrets_of(target)
+    for q in reading_attempts(target):
+        status, body = sql(target, q)
+        assert status != 200, (q, body[:200])
+        assert not any(s in body for s in secrets), q
+
+
+def test_no_query_reaches_the_network(target: Sidecar) -> None:
+    """Finding 1: url()/oss()/remote() made the query itself reach the network (SSRF, exfiltration)."""
+    hits: list[bytes] = []
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    stop_flag = threading.Event()
+
+    def accept() -> None:
+        while not stop_flag.is_set():
+            try:
+                conn, _ = srv.accept()
+                hits.append(conn.recv(1024))
+                conn.close()
+            except OSError:
+                pass
+
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    try:
+        for q in (
+            f"SELECT * FROM url('http://127.0.0.1:{port}/x', 'RawBLOB')",
+            f"SELECT * FROM `url`('http://127.0.0.1:{port}/x', 'RawBLOB')",
+            f"SELECT * FROM oss('http://127.0.0.1:{port}/b/x', 'RawBLOB')",
+            f"SELECT * FROM s3('http://127.0.0.1:{port}/b/x', 'RawBLOB')",
+            f"SELECT * FROM remote('127.0.0.1:{port}', system.one)",
+            f"SELECT * FROM urlCluster('default', 'http://127.0.0.1:{port}/x', 'RawBLOB')",
+        ):
+            sql(target, q)
+        time.sleep(0.5)
+    finally:
+        stop_flag.set()
+        th.join()
+        srv.close()
+    assert hits == []
+
+
+def test_web_pages_and_rebinding_hosts_are_refused(target: Sidecar) -> None:
+    """Finding 4: a page on another origin could POST text/plain (no preflight); any Host was accepted
+    (DNS rebinding could read the answers); there was no token by default."""
+    query = json.dumps({"query": "SELECT count() FROM llm_calls"}).encode()
+    simple = {"Content-Type": "text/plain"}  # what a form or fetch(no-cors) can send cross-site
+    assert target.admin_request("POST", "/api/sql", b"SELECT 1", simple)[0] in (401, 403, 415)
+    assert target.admin_request("POST", "/api/sql", b"SELECT 1", {**simple, **auth(target)})[0] == 415
+    as_json = {"Content-Type": "application/json"}
+    assert target.admin_request("POST", "/api/sql", query, as_json)[0] == 401  # no token: no data
+    cross = {"Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}
+    assert post(target, "/api/sql", {"query": "SELECT 1"}, cross)[0] == 403
+    assert post(target, "/api/sql", {"query": "SELECT 1"}, {"Sec-Fetch-Site": "cross-site"})[0] == 403
+    assert post(target, "/api/panel", {"uid": "llmtap-overview", "panel": 1}, {"Origin": "http://evil.test"})[0] == 403
+    rebound = {"Host": f"evil.test:{target.admin}"}
+    for path in ("/", "/api/dashboards", "/metrics"):
+        assert target.admin_request("GET", path, headers=rebound)[0] == 421, path
+    status, _ = target.admin_request("POST", "/api/panel", json.dumps({"uid": "llmtap-calls", "panel": 1}).encode(),
+                                     {**as_json, **rebound})  # fmt: skip
+    assert status in (401, 421)
+    assert target.admin_request("GET", "/healthz", headers=rebound)[0] == 200  # probes name it any way they like
+    conn = http.client.HTTPConnection("127.0.0.1", target.admin, timeout=10)
+    conn.request("OPTIONS", "/api/sql", headers={"Origin": "http://evil.test", "Access-Control-Request-Method": "POST"})
+    resp = conn.getresponse()
+    assert resp.status != 200 and not any(k.lower().startswith("access-control-") for k, _ in resp.getheaders())
+    conn.close()
+
+
+def test_the_install_token_is_private_and_used_transparently(target: Sidecar) -> None:
+    path = target.data_dir / "admin-token"
+    assert path.exists() and (path.stat().st_mode & 0o777) == 0o600
+    r = subprocess.run(
+        [*LLMTAP, "sql", "SELECT 41 + 1", "--admin", f"127.0.0.1:{target.admin}", "--data-dir", str(target.data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0 and r.stdout.strip().endswith("42"), r.stderr
+
+
+def test_a_viewer_link_with_an_injected_variable_runs_no_sql(target: Sidecar) -> None:
+    """Finding 2: ``/#llmtap-trace?trace_id=<injection>``: dashboard variables went unquoted into the SQL."""
+    ca = f"{target.data_dir}/ca/mitmproxy-ca.pem"
+    injections = [
+        f"' UNION ALL SELECT line, '', '', '', '', 0, 0, [], [], 0 FROM file('{ca}', 'LineAsString') --",
+        f"x' OR 1=1 UNION ALL SELECT file('{ca}'), '', '', '', '', 0, 0, [], [], 0 --",
+        "\\' OR 1=1 --",
+    ]
+    secrets = secrets_of(target)
+    for value in injections:
+        status, body = post(target, "/api/panel", {"uid": "llmtap-trace", "panel": 1, "vars": {"trace_id": [value]}})
+        assert not any(s in body for s in secrets), value
+        if status == 200:
+            assert json.loads(body)["rows"] == []  # the value was compared as a value: no span has that id
+    for var in ("service", "provider", "model", "feature"):
+        value = f"x') UNION ALL SELECT file('{ca}') --"
+        status, body = post(target, "/api/variable", {"uid": "llmtap-calls", "name": var, "vars": {var: [value]}})
+        assert not any(s in body for s in secrets)
+        status, body = post(target, "/api/panel", {"uid": "llmtap-calls", "panel": 1, "vars": {var: [value]}})
+        assert not any(s in body for s in secrets)
+
+
+def test_macro_expansion_is_linear(target: Sidecar) -> None:
+    """Finding 15: a 350-byte request took 90 s of CPU and 1.6 GB (nested macros in a variable value)."""
+    bomb = "$__timeFilter(" * 20 + "x" + ")" * 20
+    t = time.monotonic()
+    status, body = post(target, "/api/panel", {"uid": "llmtap-calls", "panel": 1, "vars": {"feature": [bomb]}})
+    assert time.monotonic() - t < 10
+    assert status in (200, 400, 401)
+    assert len(body) < 1 << 20
+
+
+def test_content_length_tricks_are_refused(target: Sidecar) -> None:
+    """Finding 16: ``Content-Length: -1`` bypassed the 1 MiB cap (400 MiB → 3.2 GB)."""
+    for length in ("-1", "+5", "1e9", "0x10", "5, 5", str(400 << 20)):
+        s = socket.create_connection(("127.0.0.1", target.admin), timeout=10)
+        s.sendall(
+            f"POST /api/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n".encode()
+        )
+        s.sendall(b"x" * 65536)
+        status = s.recv(200).split(b" ", 2)[1]
+        s.close()
+        assert status in (b"400", b"413"), length
+
+
+def _threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_slow_clients_cost_no_thread_and_health_answers(target: Sidecar) -> None:
+    """Finding 6: the admin server spawned a thread per connection (2,000 slowloris connections → 2,000
+    threads, and proxy calls failing afterwards)."""
+    before = _threads(target.proc.pid)
+    socks = []
+    try:
+        for _ in range(2000):
+            s = socket.create_connection(("127.0.0.1", target.admin), timeout=10)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
+            socks.append(s)
+        time.sleep(1)
+        assert _threads(target.proc.pid) < before + 20
+        t = time.monotonic()
+        status, _ = target.admin_request("GET", "/healthz")
+        assert status == 200 and time.monotonic() - t < 5
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_an_abandoned_long_query_is_cancelled_and_starves_nothing(target: Sidecar) -> None:
+    """Finding 9: a client that abandoned a long query left it running (~120% CPU), records queued behind the
+    store lock, every other admin query hung, and SIGTERM no longer stopped the process."""
+    long_query = (
+        "SELECT sum(cityHash64(a, b)) FROM llm_calls ARRAY JOIN range(1000000) AS a ARRAY JOIN range(1000000) AS b"
+    )
+    sid = session_id()
+    _call(target, sid)  # at least one row for the ARRAY JOINs to multiply
+    s = socket.create_connection(("127.0.0.1", target.admin), timeout=10)
+    body = json.dumps({"query": long_query}).encode()
+    head = (f"POST /api/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")  # fmt: skip
+    for k, v in auth(target).items():
+        head += f"{k}: {v}\r\n"
+    s.sendall((head + "\r\n").encode() + body)
+    time.sleep(1.5)
+    s.close()  # the client goes away
+    t = time.monotonic()
+    status, out = sql(target, "SELECT 7")
+    assert status == 200 and out.strip() == b"7" and time.monotonic() - t < 5
+    sid2 = session_id()
+    t = time.monotonic()
+    _call(target, sid2)
+    while time.monotonic() - t < 10 and not _count(target, sid2):
+        time.sleep(0.2)
+    assert _count(target, sid2) == 1  # records kept flowing into the store
+    time.sleep(1)
+    cpu0 = _cpu_s(target.proc.pid)
+    time.sleep(2)
+    assert _cpu_s(target.proc.pid) - cpu0 < 1.0  # the abandoned query is not running any more
+
+
+def _call(sc: Sidecar, sid: str) -> None:
+    import ssl
+
+    import openai
+
+    proxy = f"http://alice:{PLANTED_ARGV}@127.0.0.1:{sc.listen}"
+    http = openai.DefaultHttpxClient(proxy=proxy, verify=ssl.create_default_context(cafile=str(sc.bundle)))
+    c = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=http)
+    c.embeddings.create(model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-session": sid})
+
+
+def _count(sc: Sidecar, sid: str) -> int:
+    status, out = sql(sc, f"SELECT count() FROM llm_calls WHERE session_id = '{sid}'")
+    return int(out.strip() or 0) if status == 200 else 0
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path: Path) -> None:
+    """Finding 9: with a long admin query running, SIGTERM no longer stopped the process (killed after 45 s)."""
+    import signal
+
+    sc = start_sidecar(tmp_path / "data", mock)
+    _call_plain(sc)
+    long_query = (
+        "SELECT sum(cityHash64(a, b)) FROM llm_calls ARRAY JOIN range(1000000) AS a ARRAY JOIN range(1000000) AS b"
+    )
+    t = threading.Thread(target=lambda: sql(sc, long_query), daemon=True)
+    t.start()
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    sc.proc.send_signal(signal.SIGTERM)
+    try:
+        code = sc.proc.wait(30)
+    finally:
+        stop(sc.proc)
+    assert code == 0 and time.monotonic() - t0 < 20
+
+
+def _call_plain(sc: Sidecar) -> None:
+    import ssl
+
+    import openai
+
+    http = openai.DefaultHttpxClient(proxy=sc.proxy_url, verify=ssl.create_default_context(cafile=str(sc.bundle)))
+    c = openai.OpenAI(api_key="sk-test", max_retries=0, http_client=http)
+    sid = session_id()
+    c.embeddings.create(model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-session": sid})
+    sc.row(sid)
