@@ -31,7 +31,17 @@ def rec(mock: Mock, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sideca
 
 def reconcile(sc: Sidecar, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LLMTAP, "reconcile", "--admin", f"127.0.0.1:{sc.admin}", "--format", "json", *args],
+        [
+            *LLMTAP,
+            "reconcile",
+            "--admin",
+            f"127.0.0.1:{sc.admin}",
+            "--data-dir",
+            str(sc.data_dir),
+            "--format",
+            "json",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -87,7 +97,18 @@ def test_anthropic_cost_file_tracked_vs_billed_and_min_capture(rec: Sidecar, tmp
     assert low.returncode == 1 and "below --min-capture" in low.stderr
 
     text = subprocess.run(
-        [*LLMTAP, "reconcile", "--admin", f"127.0.0.1:{rec.admin}", "--provider", "anthropic", "--costs", str(costs)],
+        [
+            *LLMTAP,
+            "reconcile",
+            "--admin",
+            f"127.0.0.1:{rec.admin}",
+            "--data-dir",
+            str(rec.data_dir),
+            "--provider",
+            "anthropic",
+            "--costs",
+            str(costs),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
