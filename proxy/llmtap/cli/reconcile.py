@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..admin.queries import tracked_cost_sql
+from .parser import env
 from .query import duration_s, format_table, query_rows
 
 ALL = "(all models)"
@@ -237,10 +238,16 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--provider", choices=tuple(PROVIDERS), required=True)
-    p.add_argument("--costs", default="", metavar="FILE", help="the provider's cost report (JSON: a page or pages)")
-    p.add_argument("--admin-key", default="", help="fetch the cost report with this admin key (every page)")
-    p.add_argument("--costs-url", default="", help=argparse.SUPPRESS)  # another endpoint (a gateway); tests
-    p.add_argument("--since", default="30d", help="with --admin-key: how far back to fetch (e.g. 7d, 30d)")
-    p.add_argument("--min-capture", type=float, default=0.9, help="exit 1 when tracked/billed is below this")
+    p.add_argument("--provider", choices=tuple(PROVIDERS), required=not env("provider"), default=env("provider"))
+    p.add_argument(
+        "--costs", default=env("costs", ""), metavar="FILE", help="the provider's cost report (JSON: a page or pages)"
+    )
+    p.add_argument(
+        "--admin-key", default=env("admin-key", ""), help="fetch the cost report with this admin key (every page)"
+    )
+    p.add_argument("--costs-url", default=env("costs-url", ""), help=argparse.SUPPRESS)  # another endpoint (a gateway)
+    p.add_argument("--since", default=env("since", "30d"), help="with --admin-key: how far back to fetch (e.g. 30d)")
+    p.add_argument(
+        "--min-capture", type=float, default=float(env("min-capture", 0.9)), help="exit 1 when tracked/billed is below"
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
