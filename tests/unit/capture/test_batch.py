@@ -6,6 +6,9 @@ import json
 import time
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from llmtap.adapters import route
 from llmtap.capture import Capture, End, RequestFacts, build
 from llmtap.capture.batch import BatchExpander
@@ -15,7 +18,9 @@ from llmtap.testing.mock import batches
 OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
 
 
-def capture(method: str, host: str, path: str, body: dict[str, Any] | None, reply: Any) -> Any:
+def capture(
+    method: str, host: str, path: str, body: dict[str, Any] | None, reply: Any, cuts: list[int] | None = None
+) -> Any:
     hdrs = frozenset({"anthropic-version"}) if "anthropic" in host else frozenset()
     match = route(method, host, path, hdrs)
     assert match is not None, path
@@ -36,8 +41,10 @@ def capture(method: str, host: str, path: str, body: dict[str, Any] | None, repl
     )
     cap = Capture(facts, match.adapter())
     cap.on_response_headers(reply.status, list(reply.headers), now)
-    for c in reply.chunks:
-        cap.tee(c)
+    data = b"".join(reply.chunks)
+    points = sorted({c % (len(data) + 1) for c in (cuts or [])})
+    for a, b in zip([0, *points], [*points, len(data)], strict=True):
+        assert cap.tee(data[a:b]) == data[a:b]
     cap.tee(b"")
     return build(cap, End("complete", time.monotonic()), OFFLINE)
 
@@ -109,3 +116,18 @@ def test_anthropic_results_are_one_batch_row_per_item() -> None:
     ] * 2
     assert items[0].cache_read_tokens == 3400 and items[0].input_tokens == 28 + 1200 + 3400
     assert rec.api == "anthropic.message_batches" and rec.usage_source == "none"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=12))
+def test_any_chunking_of_a_results_file_gives_the_same_items(cuts: list[int]) -> None:
+    bid, _ = openai_batch(4, bad=1)
+    poll = batches.openai_batches("GET", f"/v1/batches/{bid}", {})
+    assert poll is not None
+    path = f"/v1/files/{json.loads(b''.join(poll.chunks))['output_file_id']}/content"
+
+    def items(c: list[int]) -> list[tuple[Any, ...]]:
+        rec, ctx = capture("GET", "api.openai.com", path, None, batches.openai_batches("GET", path, {}), c)
+        return [(r.request_id, r.input_tokens, r.output_tokens, r.outcome) for r, _ in BatchExpander().expand(rec, ctx)]
+
+    assert items(cuts) == items([]) and len(items([])) == 4
