@@ -24,7 +24,7 @@ from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 pytestmark = pytest.mark.timeout(240)
 
 GATEWAY = "api.gateway.internal"
-TTL_S = 2.0  # stands for the 5-minute prompt-cache TTL, in the mock and in the sidecar alike
+TTL_S = 4.0  # stands for the 5-minute prompt-cache TTL, in the mock and in the sidecar alike
 
 
 @pytest.fixture(scope="module")
