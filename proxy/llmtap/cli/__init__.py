@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 
 from ..telemetry.logs import setup_logging
-from . import query, tools
+from . import explain, query, tools
 from .parser import build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -15,6 +15,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sql": query.cmd_sql,
     "report": query.cmd_report,
     "check-cost": query.cmd_check_cost,
+    "explain-cost": explain.cmd_explain_cost,
+    "explain-latency": explain.cmd_explain_latency,
     "schema": tools.cmd_schema,
     "ca": tools.cmd_ca,
     "env": tools.cmd_env,

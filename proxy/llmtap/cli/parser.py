@@ -199,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     cc.add_argument("--min-samples", type=int, default=20, help="calls needed in the window and in the baseline")
     cc.add_argument("--service", default="", help="only this service")
 
+    from .explain import add_parsers as explain_parsers
+
+    explain_parsers(sub, [logp, adminp, storep])
+
     rp = sub.add_parser(
         "report", parents=[logp, adminp, storep], help="a terminal summary of calls, cost, latency and errors"
     )

@@ -159,6 +159,4 @@ def _genai_price(provider_id: str, model: str, r: CallRecord) -> Price | None:
             uncached = float(no_cache.input_price)
         except Exception:
             uncached = float(calc.input_price)
-    return Price(
-        float(calc.total_price), float(calc.input_price), float(calc.output_price), "genai-prices", uncached
-    )
+    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), "genai-prices", uncached)

@@ -187,6 +187,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=0,
         help="also CALLS steady calls in the last hour and the same hour on each of the previous days",
     )
+    ap.add_argument(
+        "--scenario",
+        choices=("", "explain"),
+        default="",
+        help="explain: eight days with known cost drivers and a TTFB regression (see llmtap.testing.scenarios)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +218,13 @@ def run(args: argparse.Namespace) -> int:
     total = 0
     end = time.time()
     background = rows(args.calls, args.days, end=end, regression=reg, avoid_windows=args.windows > 0)
-    for row in itertools.chain(background, window_rows(args.windows, int(args.days), regression=reg, end=end)):
+    planted: Iterator[dict[str, object]] = iter(())
+    if getattr(args, "scenario", "") == "explain":
+        from .scenarios import explain_records
+
+        planted = (otel_traces_row(r) for r in explain_records(end))
+    windows = window_rows(args.windows, int(args.days), regression=reg, end=end)
+    for row in itertools.chain(background, windows, planted):
         batch.append(rowbinary.encode(row))
         if len(batch) >= 10000:
             backend.insert_rows(batch, f"seed:{secrets.token_hex(8)}")

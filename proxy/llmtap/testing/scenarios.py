@@ -1,0 +1,139 @@
+"""Seeded histories with known answers, for ``explain-cost``, ``explain-latency``, the alerts and the viewer.
+
+``explain``: eight identical days of steady traffic (the same calls at the same times of day), then a
+last day (the 24 hours before ``end``) with four planted cost drivers and one latency regression:
+
+- ``summarize`` (claude-sonnet-4-5): output tokens per call ×2.5 (400 → 1000) since prompt_version v7;
+- ``chat`` (gpt-4o): +30% calls;
+- ``search`` (claude-sonnet-4-5): cache hit ratio collapses (80% of the input read from cache → 5%);
+- ``agent`` (claude-haiku-4-5): a new feature;
+- ``classify`` (gpt-4o-mini): unchanged;
+- in one clock hour of the last day (the one starting 6 to 7 hours before ``end``), TTFB ×3 on
+  api.openai.com, everything else unchanged.
+
+Calls keep 15 minutes away from the day boundaries, so a command run up to 15 minutes after the seed sees
+the same windows. Costs come from the sidecar's own pricer.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..record import CallRecord
+from ..telemetry.pricing import Pricer
+
+DAY = 86400
+MARGIN = 900
+
+
+@dataclass(frozen=True)
+class Spec:
+    feature: str
+    provider: str
+    model: str
+    calls: int  # per baseline day
+    input_tokens: int
+    output_tokens: int
+    cache_read_share: float = 0.0
+
+
+SPECS = (
+    Spec("summarize", "anthropic", "claude-sonnet-4-5", 500, 2000, 400),
+    Spec("chat", "openai", "gpt-4o", 1000, 1000, 300),
+    Spec("search", "anthropic", "claude-sonnet-4-5", 100, 4000, 200, cache_read_share=0.8),
+    Spec("classify", "openai", "gpt-4o-mini", 600, 800, 50),
+)
+NEW = Spec("agent", "anthropic", "claude-haiku-4-5", 100, 3000, 500)
+EXPECTED_ORDER = [
+    ("output_tokens_per_call", "summarize"),
+    ("volume", "chat"),
+    ("cache_hit_ratio", "search"),
+    ("new", "agent"),
+]
+REGRESSION_HOUR_AGO = 6  # the TTFB regression: the clock hour starting 6-7 hours before the end
+TTFB_FACTOR = 3.0
+
+
+def regression_hour(end: float) -> float:
+    """Start (unix seconds) of the clock hour with the TTFB regression."""
+    return math.floor((end - REGRESSION_HOUR_AGO * 3600) / 3600) * 3600
+
+
+def _window_spec(s: Spec) -> tuple[Spec, str]:
+    """The spec as it runs in the last day, and its prompt version there."""
+    if s.feature == "summarize":
+        return Spec(s.feature, s.provider, s.model, s.calls, s.input_tokens, 1000), "v7"
+    if s.feature == "chat":
+        return Spec(s.feature, s.provider, s.model, round(s.calls * 1.3), s.input_tokens, s.output_tokens), "v1"
+    if s.feature == "search":
+        return Spec(s.feature, s.provider, s.model, s.calls, s.input_tokens, s.output_tokens, 0.05), "v1"
+    return s, "v1"
+
+
+def explain_records(end: float, days: int = 7, pricer: Pricer | None = None) -> Iterator[CallRecord]:
+    pricer = pricer or Pricer()
+    slow_from = regression_hour(end)
+    for d in range(days + 1):
+        day_end = end - d * DAY
+        specs = (
+            [(s, "v6" if s.feature == "summarize" else "v1") for s in SPECS]
+            if d
+            else [_window_spec(s) for s in SPECS] + [(NEW, "v1")]
+        )
+        for spec, version in specs:
+            rnd = random.Random(f"{spec.feature}")  # the same calls, at the same times, every day
+            span = DAY - 2 * MARGIN
+            for i in range(spec.calls):
+                ts = day_end - DAY + MARGIN + span * (i + 0.5) / spec.calls
+                jitter = (rnd.lognormvariate(0, 0.25), rnd.lognormvariate(0, 0.3), rnd.uniform(10, 14))
+                slow = d == 0 and spec.provider == "openai" and slow_from <= ts < slow_from + 3600
+                yield _record(spec, version, ts, jitter, TTFB_FACTOR if slow else 1.0, pricer)
+
+
+def _record(
+    s: Spec, version: str, ts: float, jitter: tuple[float, float, float], ttfb_factor: float, pricer: Pricer
+) -> CallRecord:
+    openai = s.provider == "openai"
+    r = CallRecord(
+        timestamp=ts,
+        trace_id=secrets.token_hex(16),
+        span_id=secrets.token_hex(8),
+        service="assistant-api",
+        provider=s.provider,
+        api="openai.chat_completions" if openai else "anthropic.messages",
+        operation="chat",
+        server_address="api.openai.com" if openai else "api.anthropic.com",
+        request_model=s.model,
+        response_model=s.model,
+        request_id=f"req_{secrets.token_hex(6)}",
+        response_id=f"resp_{secrets.token_hex(6)}",
+        stream=True,
+        status_code=200,
+        feature=s.feature,
+        prompt_version=version,
+        user_id=f"user-{int(ts) % 23}",
+        tenant=("acme", "globex", "initech")[int(ts) % 3],
+        session_id=f"s-{s.feature}-{int(ts) // 3600}",
+        api_key_id="a1b2c3d4e5f60718",
+        request_hash=secrets.token_hex(16),
+        usage_source="provider",
+        finish_reason="stop",
+        finish_reason_raw="stop" if openai else "end_turn",
+        input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens,
+        cache_read_tokens=round(s.input_tokens * s.cache_read_share),
+        content_events=s.output_tokens,
+    )
+    r.ttfb_ms = 150.0 * jitter[0] * ttfb_factor
+    r.ttft_ms = r.ttfb_ms + 300.0 * jitter[1]
+    itl = jitter[2]
+    r.decode_ms = s.output_tokens * itl
+    r.itl_p50_ms, r.itl_p95_ms, r.itl_max_ms = itl, itl * 2, itl * 5
+    r.output_tokens_per_s = s.output_tokens / (r.decode_ms / 1000)
+    r.duration_ms = r.ttft_ms + r.decode_ms + 5.0
+    pricer.apply(r)
+    return r
