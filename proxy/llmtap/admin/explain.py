@@ -313,10 +313,13 @@ def _moved(cell: dict[str, Any], comp: dict[str, Any], min_ratio: float) -> bool
     return comp["delta_ms"] >= floor and r is not None and r >= min_ratio
 
 
-def findings(cells: list[dict[str, Any]], q: str, min_ratio: float = 1.3) -> list[dict[str, Any]]:
+def findings(cells: list[dict[str, Any]], q: str, min_ratio: float = 1.5) -> list[dict[str, Any]]:
     """The slowdowns worth a sentence: per server and component, the hours (merged when contiguous) where
     that component moved, with the models it moved on and the components that did not move there."""
-    hours = sorted({c["hour"] for c in cells if c["level"] == "hour"})
+    hours: dict[str, set[str]] = {}  # per server, the hours with enough calls to compare
+    for c in cells:
+        if c["level"] == "hour":
+            hours.setdefault(c["key"]["server_address"], set()).add(c["hour"])
     moved: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     for c in cells:
         if c["level"] != "hour":
@@ -351,7 +354,7 @@ def findings(cells: list[dict[str, Any]], q: str, min_ratio: float = 1.3) -> lis
                 if parts and all(r is not None and abs(r - 1) < 0.25 for r in rs):
                     unchanged.append(name)
             start, end = _t(run[0]), _t(run[-1]) + 3600
-            whole = len(run) >= max(len(hours) - 1, 1)
+            whole = len(run) > 1 and len(run) >= 0.8 * len(hours[server])
             ratio = sorted(ratios)[len(ratios) // 2] if ratios else None
             out.append(
                 {
@@ -429,7 +432,7 @@ def latency_text(res: dict[str, Any], top: int = 8) -> str:
     for f in res["findings"][:top]:
         lines.append("slower: " + f["text"])
     if not res["findings"]:
-        lines.append("no hour of the window is 20% slower than its baseline")
+        lines.append("no hour of the window shows a component ×1.5 its baseline")
     return "\n".join(lines)
 
 
