@@ -53,6 +53,8 @@ class RunConfig:
     traces_retention_days: int = 0
     calls_retention_days: int = 0
     spool_max_mb: int = 1024
+    alert_webhook: str = ""
+    alert_interval_s: float = 60.0
 
 
 class ConfigError(ValueError):
@@ -66,6 +68,19 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_alerts(cfg: RunConfig) -> None:
+    if not cfg.alert_webhook:
+        return
+    from .alerts import WebhookError, check_webhook_url
+
+    try:
+        check_webhook_url(cfg.alert_webhook)
+    except WebhookError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.store == "none":
+        raise ConfigError("--alert-webhook evaluates the rules on the store: it needs a store (not --store none)")
 
 
 def check_exposure(cfg: RunConfig) -> None:
@@ -135,6 +150,7 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
 
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
+    check_alerts(cfg)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(cfg.data_dir, 0o700)
     ensure_ca(cfg.data_dir)
@@ -191,6 +207,12 @@ def run(cfg: RunConfig) -> int:
     sc = build(cfg)
     admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
     admin.start()
+    alerts = None
+    if cfg.alert_webhook and sc.backend is not None:
+        from .alerts import AlertThread
+
+        alerts = AlertThread(sc.query, cfg.data_dir, cfg.alert_webhook, cfg.alert_interval_s)
+        alerts.start()
     settings = ProxySettings(
         listen=cfg.listen,
         confdir=ca_dir(cfg.data_dir),
@@ -211,6 +233,8 @@ def run(cfg: RunConfig) -> int:
     try:
         asyncio.run(serve(settings, sc.addon, announce))
     finally:
+        if alerts is not None:
+            alerts.close()
         log.info("shutting down: flushing records")
         sc.pipeline.close()
         admin.close()

@@ -153,6 +153,16 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         help="days otel_traces rows are kept, 0 = forever (default)",
     )
     run.add_argument(
+        "--alert-webhook",
+        default=env("alert-webhook", ""),
+        help="POST alerts (the baseline rules, evaluated here) to this URL as Slack-compatible JSON",
+    )
+    run.add_argument(
+        "--alert-interval",
+        default=env("alert-interval", "60s"),
+        help="how often the alert rules are evaluated (default 60s)",
+    )
+    run.add_argument(
         "--calls-retention-days",
         type=int,
         default=int(env("calls-retention-days", 0)),

@@ -21,6 +21,18 @@ def _token(token: str, path: str) -> str:
     return token
 
 
+def _alert_interval(text: str) -> float:
+    from ..durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise SystemExit(f"llmtap: --alert-interval: {e}") from None
+    if seconds < 1:
+        raise SystemExit("llmtap: --alert-interval must be at least 1s")
+    return seconds
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..app import ConfigError, RunConfig, run
     from ..store import StoreURLError
@@ -45,6 +57,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         traces_retention_days=args.traces_retention_days,
         calls_retention_days=args.calls_retention_days,
         spool_max_mb=args.spool_max_mb,
+        alert_webhook=args.alert_webhook,
+        alert_interval_s=_alert_interval(args.alert_interval),
     )
     for spec in cfg.intercept:
         try:

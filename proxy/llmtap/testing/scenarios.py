@@ -137,3 +137,42 @@ def _record(
     r.duration_ms = r.ttft_ms + r.decode_ms + 5.0
     pricer.apply(r)
     return r
+
+
+def error_burst_records(
+    end: float,
+    provider: str = "openai",
+    model: str = "gpt-4o-mini",
+    calls: int = 40,
+    errors: int = 6,
+    minutes: int = 14,
+) -> Iterator[CallRecord]:
+    """``errors``: ``calls`` calls over the last ``minutes``, ``errors`` of them failing (429 / 500): the error-rate
+    alert's condition has held for its pending period when the sidecar starts."""
+    for i in range(calls):
+        ts = end - minutes * 60 + (i + 0.5) * minutes * 60 / calls
+        failed = i * errors // calls != (i + 1) * errors // calls  # ``errors`` failures, evenly spread
+        r = CallRecord(
+            timestamp=ts,
+            trace_id=secrets.token_hex(16),
+            span_id=secrets.token_hex(8),
+            service="checkout-api",
+            provider=provider,
+            api="openai.chat_completions",
+            operation="chat",
+            server_address="api.openai.com",
+            request_model=model,
+            response_model=model,
+            request_hash=secrets.token_hex(16),
+            status_code=500 if failed else 200,
+            outcome="error" if failed else "ok",
+            error_type="server_error" if failed else "",
+            error_message="synthetic server error" if failed else "",
+            usage_source="none" if failed else "provider",
+            input_tokens=0 if failed else 50,
+            output_tokens=0 if failed else 10,
+            duration_ms=120.0,
+            ttfb_ms=100.0,
+            finish_reason="" if failed else "stop",
+        )
+        yield r

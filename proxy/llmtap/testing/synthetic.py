@@ -189,9 +189,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument(
         "--scenario",
-        choices=("", "explain"),
+        choices=("", "explain", "errors"),
         default="",
-        help="explain: eight days with known cost drivers and a TTFB regression (see llmtap.testing.scenarios)",
+        help="explain: eight days with known cost drivers and a TTFB regression; errors: an error burst in the "
+        "last 14 minutes (see llmtap.testing.scenarios)",
     )
 
 
@@ -223,6 +224,10 @@ def run(args: argparse.Namespace) -> int:
         from .scenarios import explain_records
 
         planted = (otel_traces_row(r) for r in explain_records(end))
+    elif getattr(args, "scenario", "") == "errors":
+        from .scenarios import error_burst_records
+
+        planted = (otel_traces_row(r) for r in error_burst_records(end))
     windows = window_rows(args.windows, int(args.days), regression=reg, end=end)
     for row in itertools.chain(background, windows, planted):
         batch.append(rowbinary.encode(row))
