@@ -6,8 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from ..admin.explain import ExplainError, Periods, cost_text, explain_cost, explain_latency, latency_text, parse_end
+from ..admin.explain import (
+    ExplainError,
+    Periods,
+    RowsFn,
+    cost_text,
+    explain_cost,
+    explain_latency,
+    latency_text,
+    parse_end,
+)
 from .parser import GROUP_CHOICES
 from .query import query_rows
 
@@ -17,6 +27,19 @@ def _periods(args: argparse.Namespace) -> Periods:
         return Periods.parse(args.window, args.baseline, parse_end(args.end))
     except ExplainError as e:
         raise SystemExit(f"llmtap: {e}") from None
+
+
+def _rows(args: argparse.Namespace) -> RowsFn:
+    def rows(sql: str) -> list[dict[str, Any]]:
+        try:
+            return query_rows(args, sql)
+        except SystemExit:
+            raise
+        except Exception as e:  # the store's own error, on one line
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise SystemExit(f"llmtap: query failed: {first}") from None
+
+    return rows
 
 
 def _emit(res: dict[str, object], fmt: str, text: str) -> None:
@@ -33,7 +56,7 @@ def cmd_explain_cost(args: argparse.Namespace) -> int:
     if bad or not by:
         raise SystemExit(f"llmtap: --by takes one or more of {', '.join(GROUP_CHOICES)}; got {args.by!r}")
     periods = _periods(args)
-    res = explain_cost(lambda sql: query_rows(args, sql), periods, by)
+    res = explain_cost(_rows(args), periods, by)
     _emit(res, args.format, cost_text(res, top=args.top))
     return 0
 
@@ -54,7 +77,7 @@ def cmd_explain_latency(args: argparse.Namespace) -> int:
     periods = _periods(args)
     q = quantile(args.quantile)
     try:
-        res = explain_latency(lambda sql: query_rows(args, sql), periods, args.metric, q)
+        res = explain_latency(_rows(args), periods, args.metric, q)
     except ExplainError as e:
         raise SystemExit(f"llmtap: {e}") from None
     _emit(res, args.format, latency_text(res))
