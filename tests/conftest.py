@@ -31,7 +31,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mock]:
-    m = start_mock(tmp_path_factory.mktemp("mock"))
+    corpus = Path(__file__).parent / "corpus"  # recorded real responses, served for x-mock-replay
+    m = start_mock(tmp_path_factory.mktemp("mock"), env={"LLMTAP_MOCK_REPLAY_DIR": str(corpus)})
     yield m
     stop(m.proc)
 

@@ -287,7 +287,12 @@ def test_anthropic_mid_stream_overloaded(proxied: Sidecar) -> None:
     row = proxied.row(sid)
     assert (row["status_code"], row["outcome"], row["error_type"]) == (200, "error", "overloaded")
     assert row["mid_stream_error"] is True
-    assert (row["finish_reason"], row["error_code"], row["error_message"]) == ("error", "", "Overloaded")
+    # Anthropic's only code is error.type: kept verbatim
+    assert (row["finish_reason"], row["error_code"], row["error_message"]) == (
+        "error",
+        "overloaded_error",
+        "Overloaded",
+    )
     assert row["content_events"] == 3
     # message_start's output count is a placeholder: the output is estimated from what was seen
     assert row["usage_source"] == "estimated" and row["output_tokens"] >= 3
@@ -316,7 +321,11 @@ def test_anthropic_credit_balance_400_is_quota(proxied: Sidecar) -> None:
             model="claude-sonnet-4-5", max_tokens=64, messages=MESSAGES, extra_headers=hdrs(sid, "credit_low")
         )
     row = proxied.row(sid)
-    assert (row["status_code"], row["error_type"], row["error_code"]) == (400, "quota_exhausted", "")
+    assert (row["status_code"], row["error_type"], row["error_code"]) == (
+        400,
+        "quota_exhausted",
+        "invalid_request_error",
+    )
 
 
 def test_client_cancel(proxied: Sidecar) -> None:

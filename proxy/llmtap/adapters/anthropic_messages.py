@@ -35,13 +35,17 @@ class AnthropicMessages(Adapter):
         super().__init__()
         self._raw: dict[str, int] = {}  # Anthropic's own (exclusive) counters, last value wins
 
+    def on_target(self, path: str) -> None:
+        if ":streamrawpredict" in path.split("?", 1)[0].lower():  # Claude on Vertex AI
+            self.req.stream = True
+
     def on_request(self, body: Any) -> None:
         super().on_request(body)
         if isinstance(body, dict):
             self.req.max_output_tokens = as_opt_int(body.get("max_tokens"))
             self.req.user = as_str(d(body, "metadata").get("user_id"))
 
-    def _usage(self, u: dict[str, Any]) -> None:
+    def _usage(self, u: dict[str, Any], final: bool = False) -> None:
         for key in (
             "input_tokens",
             "output_tokens",
@@ -53,14 +57,23 @@ class AnthropicMessages(Adapter):
         thinking = d(u, "output_tokens_details").get("thinking_tokens")
         if isinstance(thinking, int):
             self._raw["thinking"] = as_int(thinking)
+        one_hour = d(u, "cache_creation").get("ephemeral_1h_input_tokens")
+        if isinstance(one_hour, int):
+            self._raw["cache_1h"] = as_int(one_hour)
+        if isinstance(u.get("service_tier"), str) and u["service_tier"]:
+            self.obs.service_tier = u["service_tier"]
         r = self._raw
         cw, cr = r.get("cache_creation_input_tokens", 0), r.get("cache_read_input_tokens", 0)
-        self.obs.usage = Usage(
-            input=r.get("input_tokens", 0) + cw + cr,
-            output=r.get("output_tokens", 0),
-            cache_read=cr,
-            cache_write=cw,
-            reasoning=r.get("thinking", 0),
+        self.set_usage(
+            Usage(
+                input=r.get("input_tokens", 0) + cw + cr,
+                output=r.get("output_tokens", 0),
+                cache_read=cr,
+                cache_write=cw,
+                reasoning=r.get("thinking", 0),
+                cache_write_1h=min(r.get("cache_1h", 0), cw),
+            ),
+            final,
         )
 
     def _message(self, msg: dict[str, Any]) -> None:
@@ -86,7 +99,7 @@ class AnthropicMessages(Adapter):
             key = _CONTENT_DELTAS.get(as_str(delta.get("type")))
             if key is not None:
                 text = delta.get(key)
-                if isinstance(text, str) and (text or key == "partial_json"):
+                if isinstance(text, str) and text:  # an empty delta carries nothing
                     self.obs.text(text)
                     self.content(t)
         elif etype == "content_block_start":
@@ -107,7 +120,7 @@ class AnthropicMessages(Adapter):
                 self.set_finish(delta["stop_reason"])
             usage = obj.get("usage")
             if isinstance(usage, dict):
-                self._usage(usage)
+                self._usage(usage, final=True)  # message_delta's usage is the closing, cumulative one
         elif etype == "message_stop":
             self.obs.terminal = True
         elif etype == "error":

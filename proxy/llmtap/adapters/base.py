@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, SSEEvent
+from ..durations import parse_duration
 from ..record import FinishReason, cap_message
 from .timing import ContentClock
 
@@ -109,11 +110,36 @@ class Route:
 
 @dataclass(slots=True)
 class Usage:
+    """Usage in the contract's terms: ``input`` includes cache reads and writes, ``output`` reasoning."""
+
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
     reasoning: int = 0
+    cache_write_1h: int = 0  # subset of cache_write written with a 1-hour TTL
+
+
+def output_with_reasoning(completion: int, reasoning: int, prompt: int, total: int | None) -> tuple[int, int]:
+    """``(output, reasoning)`` with output including reasoning, whichever way the provider counted.
+
+    OpenAI counts reasoning inside ``completion_tokens`` (``total = prompt + completion``); xAI and
+    some OpenAI-compatible servers count it beside it (``total = prompt + completion + reasoning``).
+    The total says which: it is checked first. Without a total that settles it, a reasoning count
+    larger than the completion count can only be exclusive. When the total says inclusive and the
+    reasoning count still exceeds the completion (numbers that contradict each other), the
+    completion count is kept and reasoning is capped at it: reasoning is a subset of output.
+    """
+    if reasoning <= 0:
+        return completion, 0
+    if total is not None and total > 0:
+        if total == prompt + completion + reasoning and total != prompt + completion:
+            return completion + reasoning, reasoning
+        if total == prompt + completion:
+            return completion, min(reasoning, completion)
+    if reasoning > completion:
+        return completion + reasoning, reasoning
+    return completion, reasoning
 
 
 @dataclass(slots=True)
@@ -123,6 +149,7 @@ class ErrorInfo:
     message: str = ""
     in_body_after_2xx: bool = False
     retry_after_s: float | None = None
+    status: int = 0  # the HTTP status the body itself states (``status_code``, a numeric ``code``)
 
 
 @dataclass(slots=True)
@@ -134,6 +161,8 @@ class Observation:
     finish_raw: str = ""
     finish: FinishReason = ""
     usage: Usage | None = None  # provider-reported, last seen wins (it is cumulative)
+    usage_final: bool = False  # the usage seen is the provider's closing report (even if an error came too)
+    service_tier: str = ""  # the tier that served the call, as the response says
     provider_cost_usd: float | None = None
     error: ErrorInfo | None = None
     terminal: bool = False  # the API's end-of-stream marker was seen
@@ -156,6 +185,7 @@ class RequestInfo:
     max_output_tokens: int | None = None
     user: str = ""
     wants_stream_usage: bool = True
+    service_tier: str = ""  # the tier the request asked for
 
 
 def as_int(v: Any) -> int:
@@ -216,31 +246,73 @@ def collect_text(value: Any, out: list[str], budget: int = MAX_TEXT_CHARS) -> No
                     stack.append(v[k])
 
 
-def error_from_body(obj: Any) -> ErrorInfo | None:
-    """The error carried by a JSON body, in any of the shapes providers use."""
+def _stated_status(*values: Any) -> int:
+    """An HTTP status a body states about itself (``status_code: 400``, Google's ``code: 429``)."""
+    for v in values:
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, str) and v.isdigit():
+            v = int(v)
+        if isinstance(v, int) and 100 <= v <= 599:
+            return v
+    return 0
+
+
+def _google_details(details: Any, err: ErrorInfo) -> None:
+    """Google ``error.details``: QuotaFailure steers the class, RetryInfo gives the wait."""
+    for detail in details if isinstance(details, list) else []:
+        if not isinstance(detail, dict):
+            continue
+        # Per-minute quotas are rate limits, per-day ones an exhausted quota. The hint only steers
+        # classification (``type``); ``code`` stays the provider's, verbatim.
+        for v in detail.get("violations") or []:
+            quota = as_str(v.get("quotaId") if isinstance(v, dict) else "")
+            if "PerDay" in quota:
+                err.type = "quota_per_day"
+            elif "PerMinute" in quota or "PerSecond" in quota:
+                err.type = "quota_per_minute"
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and as_str(detail.get("@type")).endswith("RetryInfo"):
+            try:
+                err.retry_after_s = parse_duration(delay)
+            except ValueError:
+                pass
+
+
+def error_from_body(obj: Any, status: int = 0) -> ErrorInfo | None:
+    """The error carried by a JSON body, in any of the shapes providers use.
+
+    ``code`` is the provider's code verbatim; an error whose only code is its type (Anthropic's
+    ``error.type``, an OpenAI error with ``code: null``) keeps the type as its code. With an HTTP
+    error ``status``, a bare ``{"message": "…"}`` body (AWS, gateways) is an error too.
+    """
     if not isinstance(obj, dict):
         return None
     err = obj.get("error")
     if isinstance(err, dict):
         kind = as_str(err.get("type") or err.get("status"))
-        # Google: per-minute quotas are rate limits, per-day ones an exhausted quota. The hint only
-        # steers classification (``type``); ``code`` stays the provider's, verbatim.
-        for detail in err.get("details") or []:
-            for v in (detail.get("violations") or []) if isinstance(detail, dict) else []:
-                quota = as_str(v.get("quotaId") if isinstance(v, dict) else "")
-                if "PerDay" in quota:
-                    kind = "quota_per_day"
-                elif "PerMinute" in quota or "PerSecond" in quota:
-                    kind = "quota_per_minute"
-        return ErrorInfo(code=as_str(err.get("code")), type=kind, message=cap_message(as_str(err.get("message"))))
+        code = as_str(err.get("code")) or as_str(err.get("type"))
+        info = ErrorInfo(
+            code=code,
+            type=kind,
+            message=cap_message(as_str(err.get("message"))),
+            status=_stated_status(err.get("status_code"), obj.get("status_code"), err.get("code")),
+        )
+        _google_details(err.get("details"), info)
+        return info
     if isinstance(err, str) and err:
-        return ErrorInfo(message=cap_message(err))
+        return ErrorInfo(message=cap_message(err), status=_stated_status(obj.get("status_code")))
     if obj.get("object") == "error" or (obj.get("type") == "error" and "message" in obj):
         return ErrorInfo(
-            code=as_str(obj.get("code")),
+            code=as_str(obj.get("code")) or as_str(obj.get("type")),
             type=as_str(obj.get("type")),
             message=cap_message(as_str(obj.get("message"))),
+            status=_stated_status(obj.get("status_code"), obj.get("code")),
         )
+    message = obj.get("message", obj.get("Message"))
+    if status >= 400 and isinstance(message, str):
+        kind = as_str(obj.get("__type")).rsplit("#", 1)[-1]  # AWS JSON protocol: "ns#ValidationException"
+        return ErrorInfo(code=as_str(obj.get("code")) or kind, type=kind, message=cap_message(message))
     return None
 
 
@@ -277,6 +349,12 @@ class Adapter:
         self.req.model = as_str(body.get("model"))
         self.req.stream = body.get("stream") is True
         self.req.user = as_str(body.get("user"))
+        self.req.service_tier = as_str(body.get("service_tier"))
+
+    def on_target(self, path: str) -> None:
+        """The request's path (query included), after :meth:`on_request`: adapters whose path
+        says the response is streamed (Gemini's ``:streamGenerateContent``, Bedrock's
+        ``converse-stream``) set ``req.stream`` here."""
 
     # -- response ------------------------------------------------------------------
     def on_event(self, ev: SSEEvent, t: float) -> None:
@@ -300,6 +378,11 @@ class Adapter:
         if raw_s:
             self.obs.finish_raw = raw_s
             self.obs.finish = normalize_finish(raw_s)
+
+    def set_usage(self, usage: Usage, final: bool = False) -> None:
+        """The provider's usage report (cumulative: the last one wins); ``final``: its closing one."""
+        self.obs.usage = usage
+        self.obs.usage_final = self.obs.usage_final or final
 
     def mid_stream_error(self, err: ErrorInfo) -> None:
         err.in_body_after_2xx = True

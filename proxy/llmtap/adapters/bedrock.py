@@ -46,6 +46,9 @@ class BedrockConverse(Adapter):
         super().on_request(body)
         self.req.max_output_tokens = as_opt_int(d(body, "inferenceConfig").get("maxTokens"))
 
+    def on_target(self, path: str) -> None:
+        self.req.stream = path.split("?", 1)[0].rstrip("/").endswith("/converse-stream")
+
     def on_frame(self, msg: EventStreamMessage, t: float) -> None:
         if msg.message_type in ("exception", "error"):
             self.mid_stream_error(exception_error(msg))
@@ -106,6 +109,9 @@ class BedrockInvoke(AnthropicMessages):
     api = "bedrock.invoke"
     routes = (Route(r"/model/(?P<model>[^/]+)/(invoke|invoke-with-response-stream)$"),)
     default_provider = "aws.bedrock"
+
+    def on_target(self, path: str) -> None:
+        self.req.stream = path.split("?", 1)[0].rstrip("/").endswith("/invoke-with-response-stream")
 
     def on_frame(self, msg: EventStreamMessage, t: float) -> None:
         if msg.message_type in ("exception", "error"):

@@ -39,6 +39,9 @@ class GeminiGenerateContent(Adapter):
             return JSON_ARRAY  # streamGenerateContent without alt=sse: one JSON array, element by element
         return super().framing(content_type, path)
 
+    def on_target(self, path: str) -> None:
+        self.req.stream = ":streamgeneratecontent" in path.split("?", 1)[0].lower()
+
     def on_request(self, body: Any) -> None:
         super().on_request(body)
         cfg = d(body, "generationConfig")

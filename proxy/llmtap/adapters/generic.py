@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..decode import SSEEvent
+from ..decode import Framing, SSEEvent
 from .base import Adapter, Usage, as_int, d
 
 GENERIC_API = ""
@@ -17,6 +17,11 @@ GENERIC_API = ""
 class GenericJSON(Adapter):
     api = GENERIC_API
     operation = ""
+
+    def framing(self, content_type: str, path: str) -> Framing:
+        framing = super().framing(content_type, path)
+        self.req.stream = self.req.stream or framing.stream  # an unknown API: its answer is the evidence
+        return framing
 
     def on_event(self, ev: SSEEvent, t: float) -> None:
         self.obs.terminal = True

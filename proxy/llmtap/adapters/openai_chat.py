@@ -6,9 +6,20 @@ from typing import Any
 
 from ..decode import SSEEvent
 from ..record import cap_message
-from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from .base import (
+    Adapter,
+    ErrorInfo,
+    Route,
+    Usage,
+    as_int,
+    as_opt_int,
+    as_str,
+    d,
+    error_from_body,
+    output_with_reasoning,
+)
 
-# Delta keys that carry generated content. A role-only delta does not.
+# Delta keys that carry generated content. A role-only delta does not; neither does an empty one.
 _CONTENT_KEYS = ("content", "refusal", "reasoning_content", "reasoning", "audio")
 
 
@@ -16,13 +27,39 @@ def parse_chat_usage(u: dict[str, Any]) -> Usage:
     ptd = d(u, "prompt_tokens_details")
     ctd = d(u, "completion_tokens_details")
     cache_read = as_int(ptd.get("cached_tokens")) or as_int(u.get("prompt_cache_hit_tokens"))
+    prompt = as_int(u.get("prompt_tokens"))
+    total = u.get("total_tokens")
+    output, reasoning = output_with_reasoning(
+        as_int(u.get("completion_tokens")),
+        as_int(ctd.get("reasoning_tokens")),
+        prompt,
+        as_int(total) if isinstance(total, int) and not isinstance(total, bool) else None,
+    )
     return Usage(
-        input=as_int(u.get("prompt_tokens")),
-        output=as_int(u.get("completion_tokens")),
+        input=prompt,
+        output=output,
         cache_read=cache_read,
         cache_write=as_int(ptd.get("cache_write_tokens")),
-        reasoning=as_int(ctd.get("reasoning_tokens")),
+        reasoning=reasoning,
     )
+
+
+def content_text(v: Any) -> str:
+    """The text of a content value: a string, or a list of parts (Mistral's
+    ``[{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]``)."""
+    if isinstance(v, str):
+        return v
+    if not isinstance(v, list):
+        return ""
+    out: list[str] = []
+    for part in v:
+        if isinstance(part, dict):
+            for key in ("text", "thinking", "content"):
+                if key in part:
+                    out.append(content_text(part[key]))
+        elif isinstance(part, str):
+            out.append(part)
+    return "".join(out)
 
 
 # An Azure OpenAI path names its provider and its model (the deployment) whatever host serves it.
@@ -49,6 +86,9 @@ class OpenAIChat(Adapter):
         model = obj.get("model")
         if model and isinstance(model, str):
             self.obs.response_model = model
+        tier = obj.get("service_tier")
+        if tier and isinstance(tier, str):
+            self.obs.service_tier = tier
         rid = obj.get("id")
         if rid and isinstance(rid, str) and not self.obs.response_id:
             self.obs.response_id = rid
@@ -57,7 +97,8 @@ class OpenAIChat(Adapter):
         if not isinstance(usage, dict) and isinstance(groq.get("usage"), dict):
             usage = groq["usage"]  # Groq reports usage under x_groq on the final chunk
         if isinstance(usage, dict):
-            self.obs.usage = parse_chat_usage(usage)
+            # Chat streams report usage once, in a closing chunk: it is final (also beside an error).
+            self.set_usage(parse_chat_usage(usage), final=True)
             total_time = usage.get("total_time")
             if isinstance(total_time, (int, float)):
                 self.obs.extra["provider_processing_ms"] = total_time * 1000.0
@@ -71,9 +112,12 @@ class OpenAIChat(Adapter):
             return False
         for k in _CONTENT_KEYS:
             v = delta.get(k)
-            if v:
-                if isinstance(v, str):
-                    self.obs.text(v)
+            if isinstance(v, (str, list)):
+                text = content_text(v)
+                if text:
+                    self.obs.text(text)
+                    return True
+            elif v:  # audio: a non-empty object
                 return True
         calls = delta.get("tool_calls")
         if isinstance(calls, list) and calls:
@@ -102,23 +146,22 @@ class OpenAIChat(Adapter):
         err = error_from_body(obj)
         if err is None and isinstance(d(obj, "x_groq").get("error"), str):
             err = ErrorInfo(message=cap_message(obj["x_groq"]["error"]))
-        if err is not None:
-            self._meta(obj)
-            self.mid_stream_error(err)
-            return
         self._meta(obj)
         choices = obj.get("choices")
-        if not isinstance(choices, list):
-            return
         has_content = False
-        for choice in choices:
+        for choice in choices if isinstance(choices, list) else []:
             if not isinstance(choice, dict):
                 continue
-            if self._delta_has_content(choice) or self._choice_text(choice):
+            if err is None and (self._delta_has_content(choice) or self._choice_text(choice)):
                 has_content = True
             fr = choice.get("finish_reason")
             if fr:
-                self.set_finish(fr)
+                self.set_finish(fr)  # kept verbatim, "error" included (OpenRouter)
+                if as_str(fr) == "error" and err is None:  # the generation failed, said on the choice
+                    err = error_from_body(choice) or ErrorInfo(message=as_str(choice.get("native_finish_reason")))
+        if err is not None:
+            self.mid_stream_error(err)
+            return
         if has_content:
             self.content(t)
 
@@ -139,7 +182,7 @@ class OpenAIChat(Adapter):
             if not isinstance(choice, dict):
                 continue
             msg = d(choice, "message")
-            self.obs.text(as_str(msg.get("content")) or as_str(choice.get("text")))
+            self.obs.text(content_text(msg.get("content")) or as_str(choice.get("text")))
             calls = msg.get("tool_calls")
             if isinstance(calls, list):
                 for i, _ in enumerate(calls):

@@ -6,7 +6,18 @@ from typing import Any
 
 from ..decode import SSEEvent
 from ..record import cap_message
-from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from .base import (
+    Adapter,
+    ErrorInfo,
+    Route,
+    Usage,
+    as_int,
+    as_opt_int,
+    as_str,
+    d,
+    error_from_body,
+    output_with_reasoning,
+)
 from .openai_chat import AZURE_DEPLOYMENT
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -37,12 +48,20 @@ _TEXT_DELTAS = frozenset(
 def parse_responses_usage(u: dict[str, Any]) -> Usage:
     itd = d(u, "input_tokens_details")
     otd = d(u, "output_tokens_details")
+    prompt = as_int(u.get("input_tokens"))
+    total = u.get("total_tokens")
+    output, reasoning = output_with_reasoning(
+        as_int(u.get("output_tokens")),
+        as_int(otd.get("reasoning_tokens")),
+        prompt,
+        as_int(total) if isinstance(total, int) and not isinstance(total, bool) else None,
+    )
     return Usage(
-        input=as_int(u.get("input_tokens")),
-        output=as_int(u.get("output_tokens")),
+        input=prompt,
+        output=output,
         cache_read=as_int(itd.get("cached_tokens")),
         cache_write=as_int(itd.get("cache_write_tokens")),
-        reasoning=as_int(otd.get("reasoning_tokens")),
+        reasoning=reasoning,
     )
 
 
@@ -59,14 +78,16 @@ class OpenAIResponses(Adapter):
         if isinstance(body, dict):
             self.req.max_output_tokens = as_opt_int(body.get("max_output_tokens"))
 
-    def _response(self, resp: dict[str, Any]) -> None:
+    def _response(self, resp: dict[str, Any], final: bool = False) -> None:
         if isinstance(resp.get("model"), str) and resp["model"]:
             self.obs.response_model = resp["model"]
+        if isinstance(resp.get("service_tier"), str) and resp["service_tier"]:
+            self.obs.service_tier = resp["service_tier"]
         if isinstance(resp.get("id"), str) and resp["id"]:
             self.obs.response_id = resp["id"]
         usage = resp.get("usage")
         if isinstance(usage, dict):
-            self.obs.usage = parse_responses_usage(usage)
+            self.set_usage(parse_responses_usage(usage), final)
         output = resp.get("output")
         if isinstance(output, list):
             for i, item in enumerate(output):
@@ -75,7 +96,7 @@ class OpenAIResponses(Adapter):
 
     def _terminal(self, resp: dict[str, Any]) -> None:
         self.obs.terminal = True
-        self._response(resp)
+        self._response(resp, final=True)
         status = as_str(resp.get("status"))
         if status == "incomplete":
             reason = as_str(d(resp, "incomplete_details").get("reason")) or status
@@ -97,10 +118,14 @@ class OpenAIResponses(Adapter):
     def on_event(self, ev: SSEEvent, t: float) -> None:
         etype = ev.event
         if etype in _TEXT_DELTAS or (etype.endswith(".delta") and etype.startswith("response.")):
-            self.content(t)
             obj = self.parse(ev.data)
-            if isinstance(obj, dict) and isinstance(obj.get("delta"), str):
-                self.obs.text(obj["delta"])
+            delta = obj.get("delta") if isinstance(obj, dict) else None
+            if isinstance(delta, str):
+                if delta:  # an empty delta carries nothing: not a content event
+                    self.obs.text(delta)
+                    self.content(t)
+            elif delta:  # a non-text delta (audio, …)
+                self.content(t)
             return
         if ev.data.startswith("[DONE]"):
             return

@@ -48,7 +48,9 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         request_model=req.model,
         response_model=obs.response_model,
         response_id=obs.response_id,
-        stream=cap.streamed or req.stream,
+        # The request asked for a streamed response (its body, or its path: Gemini's
+        # :streamGenerateContent, Bedrock's *-stream) — also when the answer is an error body.
+        stream=req.stream,
         status_code=cap.status,
         duration_ms=max(end.mono - f.start_mono, 0.0) * 1000.0,
         request_bytes=len(f.body),
@@ -66,6 +68,8 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         tool_calls=len(obs.tool_call_keys),
         finish_reason=obs.finish,
         finish_reason_raw=obs.finish_raw,
+        request_service_tier=req.service_tier[:64],
+        service_tier=(obs.service_tier or req.service_tier)[:64],
     )
     if f.parent_span_id:
         r.extra["parent_span_id"] = f.parent_span_id
@@ -100,7 +104,7 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
     obs = cap.adapter.obs
     err: ErrorInfo | None = None
     if cap.status >= 400:
-        err = error_from_body(cap.error_body) or ErrorInfo()
+        err = error_from_body(cap.error_body, cap.status) or ErrorInfo()
         r.outcome = "error"
         r.error_type = taxonomy.classify(cap.status, err.code, err.type, err.message)
         r.finish_reason, r.finish_reason_raw = "", ""
@@ -108,7 +112,7 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         err = obs.error
         r.outcome = "error"
         r.mid_stream_error = True
-        r.error_type = taxonomy.classify(0, err.code, err.type, err.message)
+        r.error_type = taxonomy.classify(0, err.code, err.type, err.message, err.status)
         r.finish_reason = "error"
     elif end.kind == "client_disconnected" and not obs.terminal:
         # A client that leaves after the terminal event (SDKs stop reading at
@@ -128,9 +132,11 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         amzn = dict(cap.resp_headers).get("x-amzn-errortype", "")
         if not err.code and amzn:  # Bedrock names the exception in a header
             err.code = amzn.split(":", 1)[0]
-            r.error_type = taxonomy.classify(cap.status, err.code, err.type, err.message)
+            r.error_type = taxonomy.classify(cap.status, err.code, err.type, err.message, err.status)
         r.error_code = err.code[:200]
         r.error_message = cap_message(err.message)
+        if r.retry_after_s is None:  # headers first, then the body (Google's RetryInfo), then the message
+            r.retry_after_s = err.retry_after_s
         if r.retry_after_s is None:
             r.retry_after_s = taxonomy.retry_after_from_message(err.message)
 
@@ -145,7 +151,9 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
     adapter = cap.adapter
     obs, req = adapter.obs, adapter.req
     usage = obs.usage
-    unfinished = cap.streamed and r.outcome != "ok"
+    # A provider's closing usage report is final even when an error came with it (OpenRouter
+    # reports usage in the chunk that carries the error).
+    unfinished = cap.streamed and r.outcome != "ok" and not obs.usage_final
     if usage is not None and not unfinished:
         r.usage_source = "provider"
     elif usage is None and (r.status_code >= 400 or r.status_code == 0):
@@ -171,6 +179,7 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
             cache_read=base.cache_read,
             cache_write=base.cache_write,
             reasoning=base.reasoning,
+            cache_write_1h=base.cache_write_1h,
         )
         r.usage_source = "estimated"
         if labels:
@@ -178,6 +187,7 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
     r.input_tokens, r.output_tokens = usage.input, usage.output
     r.cache_read_tokens, r.cache_write_tokens = usage.cache_read, usage.cache_write
     r.reasoning_tokens = usage.reasoning
+    r.cache_write_1h_tokens = min(usage.cache_write_1h, usage.cache_write)
     if obs.provider_cost_usd is not None:
         r.cost_usd = obs.provider_cost_usd
         r.cost_source = "provider"

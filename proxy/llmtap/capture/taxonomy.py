@@ -140,10 +140,30 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def classify(status: int = 0, code: str = "", type_: str = "", message: str = "") -> ErrorType:
-    """Return the ``error_type`` for an error. ``status`` 0 or 2xx means "in the body"."""
+# The HTTP status an error type stands for, when an error in the body of a 2xx answer names its
+# class but no status (Anthropic's in-stream ``event: error``, OpenAI-style error types).
+IMPLIED_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+}
+
+
+def classify(status: int = 0, code: str = "", type_: str = "", message: str = "", stated_status: int = 0) -> ErrorType:
+    """Return the ``error_type`` for an error. ``status`` 0 or 2xx means "in the body".
+
+    An error in the body of a 2xx answer is classified by what it says: its code and type, its
+    message, then the status it states itself (``status_code: 400``, Google's numeric ``code``)
+    or the one its type stands for (:data:`IMPLIED_STATUS`); only an error that says nothing of
+    its class is a ``server_error``.
+    """
     keys = {k.strip().lower() for k in (code, type_) if k}
     msg = (message or "").lower()
+    if not 400 <= status <= 599:
+        status = stated_status or next((IMPLIED_STATUS[k] for k in sorted(keys) if k in IMPLIED_STATUS), status)
     for rule in RULES:
         if keys.intersection(rule.codes):
             return rule.error_type

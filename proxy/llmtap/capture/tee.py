@@ -76,6 +76,7 @@ class Capture:
         self.parse_error = ""
         try:
             adapter.on_request(self.request_json)
+            adapter.on_target(facts.path)
         except Exception as e:  # a hostile request body must not break capture
             self._parse_failed(e)
         self.status = 0

@@ -71,3 +71,68 @@ def test_error_taxonomy(status: int, code: str, type_: str, message: str, want: 
 )
 def test_retry_after_from_message(message: str, want: float | None) -> None:
     assert errors.retry_after_from_message(message) == (pytest.approx(want) if want is not None else None)
+
+
+# -- errors in the body: the shapes providers use (adapters.base.error_from_body) --------------------
+
+from llmtap.adapters.base import error_from_body  # noqa: E402
+
+
+def test_in_stream_errors_are_classified_by_what_they_say() -> None:
+    # Groq's in-stream error (tests/corpus/groq/tool_use_failed_stream.sse): type, code and status_code
+    err = error_from_body(
+        {
+            "error": {
+                "message": "Tool call validation failed",
+                "type": "invalid_request_error",
+                "code": "tool_use_failed",
+                "status_code": 400,
+            }
+        }
+    )
+    assert err is not None and (err.code, err.status) == ("tool_use_failed", 400)
+    assert errors.classify(0, err.code, err.type, err.message, err.status) == "bad_request"
+    # Anthropic's in-stream error names its type only: the type stands for its status
+    assert errors.classify(0, "invalid_request_error", "invalid_request_error", "bad") == "bad_request"
+    assert errors.classify(0, "rate_limit_error", "rate_limit_error", "") == "rate_limited"
+    # ...but what the message says still wins over the status (credit balance is a quota)
+    assert errors.classify(0, "invalid_request_error", "invalid_request_error", "Your credit balance is too low") == (
+        "quota_exhausted"
+    )
+    # an error that says nothing of its class is a server error
+    assert errors.classify(0, "", "", "something broke") == "server_error"
+
+
+def test_error_code_is_the_type_when_there_is_no_code() -> None:
+    anthropic = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    err = error_from_body(anthropic)
+    assert err is not None and (err.code, err.type, err.message) == (
+        "overloaded_error",
+        "overloaded_error",
+        "Overloaded",
+    )
+    openai = {"error": {"message": "m", "type": "invalid_request_error", "code": "unsupported_parameter"}}
+    assert error_from_body(openai).code == "unsupported_parameter"  # type: ignore[union-attr]
+
+
+def test_bare_message_bodies_of_http_errors() -> None:
+    # Bedrock (tests/corpus/bedrock/error_400_message.json) and AWS JSON-protocol errors
+    err = error_from_body({"message": "The provided model identifier is invalid."}, 400)
+    assert err is not None and err.message == "The provided model identifier is invalid."
+    err = error_from_body({"__type": "com.amazon.coral#ValidationException", "Message": "bad"}, 400)
+    assert err is not None and (err.code, err.message) == ("ValidationException", "bad")
+    assert error_from_body({"message": "hello"}) is None  # a 2xx body with a message is not an error
+
+
+def test_google_retry_info_uses_the_duration_parser() -> None:
+    body = {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}],
+        }
+    }
+    err = error_from_body(body)
+    assert err is not None and (err.retry_after_s, err.status, err.code) == (34.4, 429, "429")
+    body["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "soon"}]  # type: ignore[index]
+    assert error_from_body(body).retry_after_s is None  # type: ignore[union-attr]

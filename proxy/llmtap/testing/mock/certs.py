@@ -20,6 +20,7 @@ CERT_NAMES = (  # the names on the mock's certificate
     "aiplatform.googleapis.com",
     "*.us-east-1.amazonaws.com",
     "ollama.internal",
+    "*.gateway.internal",  # gateways and proxies reached with --intercept (an Azure APIM, a Vertex proxy)
 )
 # Every host the mock stands in for (llmtap run --connect-to HOST:443:127.0.0.1:PORT for each).
 HOSTS = (

@@ -11,7 +11,8 @@ name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
 events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
 of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``), ``x-mock-stamp: 1`` prefixes each event
 with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
-requests received (to check what reached "upstream").
+requests received (to check what reached "upstream"). ``x-mock-replay: <provider>/<name>.<ext>``
+serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import anthropic, bedrock, gemini, ollama, openai
+from . import anthropic, bedrock, gemini, ollama, openai, replay
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -59,6 +60,11 @@ TUNABLE = frozenset({"openai.chat_completions", "openai.responses", "openai.comp
 
 
 def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+    if headers.get("x-mock-replay"):  # a recorded response, served as recorded (see .replay)
+        reply = replay.reply(headers["x-mock-replay"])
+        if "x-mock-delay-ms" in headers:
+            reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
+        return reply
     scenario = headers.get("x-mock-scenario", "")
     model = str(body.get("model", ""))
     if not scenario and model.startswith("mock-"):
