@@ -16,9 +16,46 @@ W = f"$__timeFilter(timestamp) AND {F}"
 T = "$__timeInterval(timestamp) AS time"
 
 
+def query_var(name: str, col: str, label: str = "") -> dict[str, Any]:
+    """A multi-value variable listing the column's values in the time range (with "All")."""
+    return {
+        "name": name,
+        "label": label or name,
+        "type": "query",
+        "datasource": DS,
+        "query": f"SELECT DISTINCT {col} FROM llm_calls WHERE $__timeFilter(timestamp) AND {col} != '' ORDER BY 1",
+        "definition": f"SELECT DISTINCT {col} FROM llm_calls",
+        "refresh": 2,
+        "multi": True,
+        "includeAll": True,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "sort": 1,
+    }
+
+
+def custom_var(name: str, values: list[str], label: str = "", include_all: bool = True) -> dict[str, Any]:
+    current = "$__all" if include_all else values[0]
+    return {
+        "name": name,
+        "label": label or name,
+        "type": "custom",
+        "query": ",".join(values),
+        "multi": include_all,
+        "includeAll": include_all,
+        "options": [{"text": v, "value": v, "selected": v == current} for v in values],
+        "current": {"selected": True, "text": ["All"] if include_all else values[0], "value": [current]},
+    }
+
+
+def textbox_var(name: str, label: str = "") -> dict[str, Any]:
+    """Free text; an empty box filters nothing (write conditions as ``(${v:singlequote} = '' OR …)``)."""
+    return {"name": name, "label": label or name, "type": "textbox", "query": "", "current": {"text": "", "value": ""}}
+
+
 class Board:
-    def __init__(self, uid: str, title: str, tags: list[str]) -> None:
+    def __init__(self, uid: str, title: str, tags: list[str], variables: list[dict[str, Any]] | None = None) -> None:
         self.uid, self.title, self.tags = uid, title, tags
+        self.extra_variables = variables or []
         self.panels: list[dict[str, Any]] = []
         self.x = self.y = 0
         self.row_h = 0
@@ -136,29 +173,16 @@ class Board:
         )
 
     def json(self) -> dict[str, Any]:
-        variables = []
-        for name, col in (
-            ("service", "service"),
-            ("provider", "provider"),
-            ("model", "request_model"),
-            ("feature", "feature"),
-        ):
-            variables.append(
-                {
-                    "name": name,
-                    "label": name,
-                    "type": "query",
-                    "datasource": DS,
-                    "query": f"SELECT DISTINCT {col} FROM llm_calls WHERE $__timeFilter(timestamp) AND {col} != '' "
-                    f"ORDER BY 1",
-                    "definition": f"SELECT DISTINCT {col} FROM llm_calls",
-                    "refresh": 2,
-                    "multi": True,
-                    "includeAll": True,
-                    "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
-                    "sort": 1,
-                }
+        variables = [
+            query_var(name, col)
+            for name, col in (
+                ("service", "service"),
+                ("provider", "provider"),
+                ("model", "request_model"),
+                ("feature", "feature"),
             )
+        ]
+        variables += self.extra_variables
         return {
             "id": None,
             "uid": self.uid,

@@ -79,6 +79,20 @@ def test_dashboards_follow_grafana_conventions() -> None:
 
 
 PANELS = [(b["uid"], p) for b in dashboards.build().values() for p in b["panels"]]
+BOARDS = {b["uid"]: b for b in dashboards.build().values()}
+
+
+def defaults(uid: str) -> dict[str, list[str]]:
+    """The board's variables as a fresh dashboard has them: All, the custom default, empty text boxes."""
+    out: dict[str, list[str]] = {}
+    for v in BOARDS[uid]["templating"]["list"]:
+        if v.get("includeAll"):
+            out[v["name"]] = [ALL]
+        elif v["type"] == "custom":
+            out[v["name"]] = list(v["current"]["value"])
+        else:
+            out[v["name"]] = []
+    return out
 
 
 @pytest.mark.parametrize(("uid", "panel"), PANELS, ids=[f"{u}:{p['title']}" for u, p in PANELS])
@@ -86,7 +100,7 @@ PANELS = [(b["uid"], p) for b in dashboards.build().values() for p in b["panels"
 def test_panel_query_returns_the_shape_its_panel_expects(
     seeded: ChdbBackend, uid: str, panel: dict[str, Any], filtered: bool
 ) -> None:
-    variables: dict[str, list[str]] = {v: [ALL] for v in ("service", "provider", "model", "feature")}
+    variables = defaults(uid)
     if filtered:
         variables.update(provider=["openai", "anthropic"], feature=["summarize"])
     if uid == "llmtap-trace":
@@ -191,3 +205,34 @@ def test_check_cost_bad_input() -> None:
     assert r.returncode != 0 and "duration" in r.stderr
     r = cli("check-cost", "--by", "colour")
     assert r.returncode != 0 and "--by takes" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "column"),
+    [
+        ("outcome", "error", "outcome"),
+        ("error_type", "rate_limited", "error_type"),
+        ("tenant", "globex", "tenant"),
+        ("user", "user-7", "user_id"),
+        ("session", None, "session_id"),
+        ("request_id", None, "request_id"),
+        ("search", "synthetic overloaded", "error_type"),
+    ],
+)
+def test_calls_explorer_filters(seeded: ChdbBackend, var: str, value: str | None, column: str) -> None:
+    panel = next(p for p in BOARDS["llmtap-calls"]["panels"] if p["title"] == "Calls")
+    some = run(
+        seeded, "SELECT session_id, request_id FROM llm_calls WHERE timestamp >= now() - INTERVAL 1 DAY LIMIT 1"
+    )[0]
+    value = value or some[column]
+    variables = defaults("llmtap-calls") | {var: [value]}
+    rows = run(seeded, expand(panel["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, variables)))
+    assert rows
+    if var == "search":
+        assert {r["error_type"] for r in rows} == {"overloaded"}
+    else:
+        assert {r[column] for r in rows} == {value}
+    unfiltered = run(
+        seeded, expand(panel["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, defaults("llmtap-calls")))
+    )
+    assert any(r[column] != (value if var != "search" else "overloaded") for r in unfiltered)  # it did filter

@@ -1,7 +1,8 @@
 """Synthetic but realistic call records: for the demo's history, the dashboard tests and the benchmarks.
 
 Traffic follows a daily cycle, spreads over providers, models, features, users and keys, and
-includes cache hits, reasoning, errors of every kind, cancellations and truncations. A cost
+includes cache hits, reasoning, errors of every kind (rate limits, overloads and server errors are retried:
+the same request again, ``attempt`` 2, 3, …), cancellations and truncations. A cost
 regression can be planted: one feature's calls cost ``factor`` times more in the last hour.
 Costs come from the same pricer the sidecar uses.
 """
@@ -9,6 +10,7 @@ Costs come from the same pricer the sidecar uses.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
 import random
@@ -31,6 +33,7 @@ MODELS = [  # provider, api, request model, response model, weight, mean output 
 ]
 FEATURES = ["search", "summarize", "chat", "extract", "classify"]
 SERVICES = ["checkout-api", "support-bot", "search-svc"]
+RETRIED = ("rate_limited", "overloaded", "server_error")  # errors a client retries
 ERRORS: list[tuple[ErrorType, int, str]] = [
     ("rate_limited", 429, "rate_limit_exceeded"),
     ("quota_exhausted", 429, "insufficient_quota"),
@@ -59,6 +62,7 @@ def generate(
 ) -> Iterator[CallRecord]:
     """``steady``: uniform times, constant token counts, no errors — for deterministic baselines."""
     rnd = random.Random(seed)
+    retries = random.Random(seed + 1)  # its own stream: the calls themselves do not change
     pricer = pricer or Pricer()
     weights = [m[4] for m in MODELS]
     for _ in range(n):
@@ -120,6 +124,7 @@ def generate(
             r.duration_ms = r.ttfb_ms + (ttft_base + out * 12) * slow
         r.finish_reason, r.finish_reason_raw = ("", "") if embeddings else ("stop", "stop")
         roll = 1.0 if steady else rnd.random()
+        clean = dataclasses.replace(r, extra={}, gaps_s=[])  # the call as it succeeds, for its retry
         if roll < 0.06:
             etype, status, code = rnd.choice(ERRORS)
             r.outcome, r.error_type, r.error_code, r.status_code = "error", etype, code, status
@@ -138,16 +143,41 @@ def generate(
             r.finish_reason, r.finish_reason_raw = "length", "length" if provider == "openai" else "max_tokens"
         elif roll < 0.12 and not embeddings:
             r.finish_reason, r.tool_calls = "tool_calls", 1
-        if roll > 0.995:  # a retry storm: the same request over and over
-            r.request_hash = "f" * 32
-        pricer.apply(r)
-        if regression and r.feature == regression.feature and ts > end - regression.window_s and r.cost_usd is not None:
-            r.input_tokens = int(r.input_tokens * regression.factor)
-            r.output_tokens = int(r.output_tokens * regression.factor)
-            r.cost_usd *= regression.factor
-            r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
-            r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
+        _price(r, pricer, regression, end)
         yield r
+        if r.outcome == "error" and r.error_type in RETRIED:
+            # a client that retries: the same request (same hash, same key) after its backoff, until it works
+            t = ts + r.duration_ms / 1000
+            for attempt in range(2, 2 + retries.choice([1, 1, 1, 2, 3])):
+                t += r.retry_after_s or retries.uniform(0.5, 4.0)
+                again = dataclasses.replace(
+                    clean, timestamp=t, attempt=attempt, trace_id=secrets.token_hex(16), span_id=secrets.token_hex(8)
+                )
+                failed_again = retries.random() < 0.35
+                if failed_again:
+                    again.outcome, again.error_type, again.status_code = "error", r.error_type, r.status_code
+                    again.error_code, again.error_message = r.error_code, r.error_message
+                    again.input_tokens = again.output_tokens = again.cache_read_tokens = again.reasoning_tokens = 0
+                    again.usage_source, again.ttft_ms, again.decode_ms, again.content_events = "none", None, None, 0
+                    again.itl_p50_ms = again.itl_p95_ms = again.itl_max_ms = again.output_tokens_per_s = None
+                    again.finish_reason, again.duration_ms = "", r.duration_ms
+                _price(again, pricer, regression, end)
+                yield again
+                t += again.duration_ms / 1000
+                if not failed_again:
+                    break
+
+
+def _price(r: CallRecord, pricer: Pricer, regression: Regression | None, end: float) -> None:
+    pricer.apply(r)
+    if regression and r.feature == regression.feature and r.timestamp > end - regression.window_s and r.cost_usd:
+        r.input_tokens = int(r.input_tokens * regression.factor)
+        r.output_tokens = int(r.output_tokens * regression.factor)
+        r.cost_usd *= regression.factor
+        r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
+        r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
+        if r.uncached_input_cost_usd is not None:
+            r.uncached_input_cost_usd *= regression.factor
 
 
 def rows(
