@@ -55,6 +55,7 @@ class RunConfig:
     spool_max_mb: int = 1024
     alert_webhook: str = ""
     alert_interval_s: float = 60.0
+    grafana_url: str = ""
 
 
 class ConfigError(ValueError):
@@ -131,12 +132,12 @@ class Sidecar:
             )
         return h
 
-    def query(self, sql: str, fmt: str) -> bytes:
+    def query(self, sql: str, fmt: str, params: dict[str, str] | None = None) -> bytes:
         if self.backend is None:
             raise RuntimeError("this sidecar runs with --store none: query the store the collector writes to")
         if self.writer is not None:
             self.writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
-        return self.backend.query(sql, fmt)
+        return self.backend.query(sql, fmt, params)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -205,7 +206,8 @@ def run(cfg: RunConfig) -> int:
     from .intercept.mitm import ProxySettings, serve
 
     sc = build(cfg)
-    admin = AdminServer(cfg.admin[0], cfg.admin[1], AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token))
+    state = AdminState(sc.metrics, sc.query, sc.health, cfg.admin_token, cfg.grafana_url)
+    admin = AdminServer(cfg.admin[0], cfg.admin[1], state)
     admin.start()
     alerts = None
     if cfg.alert_webhook and sc.backend is not None:

@@ -11,12 +11,13 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..telemetry.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..telemetry.metrics import Metrics
-from . import viewer
+from . import viewer, viewer_api
 from .sqlguard import ReadOnlyViolation, check_read_only
 
 log = logging.getLogger("llmtap.admin")
@@ -28,20 +29,29 @@ CONTENT_TYPES = {
     "CSVWithNames": "text/csv",
 }
 
-QueryFn = Callable[[str, str], bytes]
+QueryFn = Callable[..., bytes]  # (sql, format[, params]) → body
 STATIC_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
-    "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
     "/viewer.css": ("viewer.css", "text/css; charset=utf-8"),
 }
+STATIC_JS = viewer.STATIC / "js"  # the viewer's ES modules: /js/<name>.js and /js/pages/<name>.js
 
 
 class AdminState:
-    def __init__(self, metrics: Metrics, query: QueryFn, health: Callable[[], dict[str, Any]], token: str = "") -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        query: QueryFn,
+        health: Callable[[], dict[str, Any]],
+        token: str = "",
+        grafana_url: str = "",
+    ) -> None:
         self.metrics = metrics
         self.query = query
         self.health = health
         self.token = token
+        self.grafana_url = grafana_url
+        self.probe = viewer_api.StoreProbe(query)
 
 
 def run_sql(query: QueryFn, sql: str, fmt: str) -> bytes:
@@ -88,6 +98,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif url.path in STATIC_FILES:
             name, ctype = STATIC_FILES[url.path]
             self._send(200, (viewer.STATIC / name).read_bytes(), ctype)
+        elif url.path.startswith("/js/") and (js := _module(url.path)) is not None:
+            self._send(200, js.read_bytes(), "text/javascript; charset=utf-8")
+        elif url.path == "/api/status":
+            self._send(200, json.dumps({"store": self.state.probe.status()}).encode(), "application/json")
         elif url.path == "/api/dashboards":
             boards = viewer.load_dashboards()
             listing = [{"uid": b["uid"], "title": b["title"]} for b in boards.values()]
@@ -106,6 +120,16 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path in ("/api/panel", "/api/variable"):
             if self._authorized():
                 self._viewer(url.path)
+            return
+        if url.path in viewer_api.ROUTES:
+            if self._authorized():
+                n = int(self.headers.get("Content-Length") or 0)
+                try:
+                    req = json.loads(self.rfile.read(min(n, MAX_SQL_BYTES)) or b"{}")
+                except ValueError:
+                    req = None
+                code, out = viewer_api.handle(url.path, self.state.query, req, self.state.grafana_url)
+                self._send(code, json.dumps(out, default=str).encode(), "application/json")
             return
         if url.path != "/api/sql":
             self._send(404, b"not found\n")
@@ -149,9 +173,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, json.dumps({"error": str(e)}).encode(), "application/json")
             return
         except Exception as e:
-            self._send(500, json.dumps({"error": f"query failed: {e}"[:2000]}).encode(), "application/json")
+            if viewer_api.unreachable(e):
+                body = {"error": f"store unreachable: {viewer_api.short(e)}", "store_unreachable": True}
+                self._send(503, json.dumps(body).encode(), "application/json")
+            else:
+                self._send(500, json.dumps({"error": f"query failed: {e}"[:2000]}).encode(), "application/json")
             return
         self._send(200, json.dumps(out, default=str).encode(), "application/json")
+
+
+def _module(path: str) -> Path | None:
+    """A file of the viewer's modules, by its URL path; nothing outside ``static/js``."""
+    rel = path.removeprefix("/js/")
+    if not rel.endswith(".js") or ".." in rel or rel.startswith("/") or "\\" in rel:
+        return None
+    f = (STATIC_JS / rel).resolve()
+    return f if f.is_file() and STATIC_JS.resolve() in f.parents else None
 
 
 class AdminServer:

@@ -163,6 +163,11 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         help="how often the alert rules are evaluated (default 60s)",
     )
     run.add_argument(
+        "--grafana-url",
+        default=env("grafana-url", ""),
+        help="Grafana's base URL: the viewer's call page links to its trace view there",
+    )
+    run.add_argument(
         "--calls-retention-days",
         type=int,
         default=int(env("calls-retention-days", 0)),

@@ -59,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         spool_max_mb=args.spool_max_mb,
         alert_webhook=args.alert_webhook,
         alert_interval_s=_alert_interval(args.alert_interval),
+        grafana_url=args.grafana_url,
     )
     for spec in cfg.intercept:
         try:

@@ -127,11 +127,12 @@ class ClickHouseBackend:
                 self._reset()
                 raise
 
-    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
+    def query(self, sql: str, fmt: str = "JSONEachRow", params: dict[str, str] | None = None) -> bytes:
         with self._lock:
             try:
                 c = self._ensure()
-                return bytes(c.raw_query(sql, fmt=fmt, settings={"readonly": 1}))  # sqlguard checked it too
+                # sqlguard checked it too; values travel as query parameters, never in the text
+                return bytes(c.raw_query(sql, parameters=params or None, fmt=fmt, settings={"readonly": 1}))
             except Exception:
                 self._reset()
                 raise

@@ -154,8 +154,9 @@ def main() -> None:
                                 ins.append(bytes(data))
                                 ins.finish()
                             out = b""
-                        else:
-                            res = sess.query(sql, fmt)
+                        else:  # query parameters (param_<name>) are bound by the engine, as on a server
+                            bound = {k[len("param_") :]: v for k, v in params.items() if k.startswith("param_")}
+                            res = sess.query(sql, fmt, params=bound) if bound else sess.query(sql, fmt)
                             out = bytes(res.bytes()) if res is not None else b""
                     finally:
                         for k in applied:

@@ -92,10 +92,61 @@ def explain_records(end: float, days: int = 7, pricer: Pricer | None = None) -> 
                 jitter = (rnd.lognormvariate(0, 0.25), rnd.lognormvariate(0, 0.3), rnd.uniform(10, 14))
                 slow = d == 0 and spec.provider == "openai" and slow_from <= ts < slow_from + 3600
                 yield _record(spec, version, ts, jitter, TTFB_FACTOR if slow else 1.0, pricer)
+    yield from agent_run(end - 2 * 3600, pricer)
+
+
+AGENT_SESSION = "run-7f3a9c"
+
+
+def agent_run(start: float, pricer: Pricer, calls: int = 12) -> Iterator[CallRecord]:
+    """One agent run (session ``run-7f3a9c``, feature ``agent``): the context grows call by call and its prefix
+    is read from cache, except the first call (written) and one after a pause (the cache expired); the fourth
+    call is overloaded once and retried."""
+    t, prefix = start, 0
+    for i in range(calls):
+        tokens = 3000 + 1500 * i
+        expired = i == 7
+        fails = i == 3
+        for attempt in (1, 2) if fails else (1,):
+            failed = fails and attempt == 1
+            r = _record(NEW, "v1", t, (1.0, 1.0, 11.0), 1.0, pricer, priced=False)
+            r.session_id, r.request_hash, r.attempt = AGENT_SESSION, f"agent-step-{i}", attempt
+            r.client_name, r.client_version = "claude-code", "2.0.14"
+            r.input_tokens, r.output_tokens = tokens, 180 + 40 * (i % 3)
+            r.content_events = r.output_tokens
+            r.cache_read_tokens = 0 if i == 0 or expired else prefix
+            r.cache_write_tokens = tokens - r.cache_read_tokens
+            if i == 0 or expired:
+                r.cache_miss_reason = "first_call" if i == 0 else "ttl_expired"
+                r.cache_miss_cost_usd = prefix * (1.0 - 0.1) / 1e6 if expired else None
+            r.finish_reason, r.finish_reason_raw = (
+                ("stop", "end_turn") if i == calls - 1 else ("tool_calls", "tool_use")
+            )
+            r.tool_calls = 0 if i == calls - 1 else 1
+            r.decode_ms = r.output_tokens * 11.0
+            r.duration_ms = (r.ttft_ms or 0) + r.decode_ms + 5.0
+            if failed:
+                r.outcome, r.error_type, r.status_code, r.error_code = "error", "overloaded", 529, "overloaded_error"
+                r.error_message, r.finish_reason, r.finish_reason_raw, r.tool_calls = "Overloaded", "", "", 0
+                r.input_tokens = r.output_tokens = r.cache_read_tokens = r.cache_write_tokens = r.content_events = 0
+                r.usage_source, r.ttft_ms, r.decode_ms, r.duration_ms = "none", None, None, 240.0
+                r.itl_p50_ms = r.itl_p95_ms = r.itl_max_ms = r.output_tokens_per_s = None
+                r.cache_miss_reason, r.cache_miss_cost_usd = "", None
+                r.retry_after_s = 2.0
+            pricer.apply(r)
+            yield r
+            t += r.duration_ms / 1000 + (2.0 if failed else 6.0 + (240.0 if i == 6 else 0.0))
+        prefix = tokens
 
 
 def _record(
-    s: Spec, version: str, ts: float, jitter: tuple[float, float, float], ttfb_factor: float, pricer: Pricer
+    s: Spec,
+    version: str,
+    ts: float,
+    jitter: tuple[float, float, float],
+    ttfb_factor: float,
+    pricer: Pricer,
+    priced: bool = True,
 ) -> CallRecord:
     openai = s.provider == "openai"
     r = CallRecord(
@@ -135,7 +186,8 @@ def _record(
     r.itl_p50_ms, r.itl_p95_ms, r.itl_max_ms = itl, itl * 2, itl * 5
     r.output_tokens_per_s = s.output_tokens / (r.decode_ms / 1000)
     r.duration_ms = r.ttft_ms + r.decode_ms + 5.0
-    pricer.apply(r)
+    if priced:
+        pricer.apply(r)
     return r
 
 

@@ -134,7 +134,8 @@ def generate(
                 r.input_tokens = r.output_tokens = r.cache_read_tokens = r.reasoning_tokens = 0
                 r.usage_source, r.ttft_ms, r.decode_ms, r.content_events = "none", None, None, 0
                 r.itl_p50_ms = r.itl_p95_ms = r.itl_max_ms = r.output_tokens_per_s = None
-                r.finish_reason = ""
+                r.finish_reason = r.finish_reason_raw = ""
+                r.duration_ms = (r.ttfb_ms or 0) + rnd.uniform(1, 20)  # an error status comes back at once
             else:
                 r.mid_stream_error, r.finish_reason = True, "error"
         elif roll < 0.08 and r.stream:
@@ -160,7 +161,8 @@ def generate(
                     again.input_tokens = again.output_tokens = again.cache_read_tokens = again.reasoning_tokens = 0
                     again.usage_source, again.ttft_ms, again.decode_ms, again.content_events = "none", None, None, 0
                     again.itl_p50_ms = again.itl_p95_ms = again.itl_max_ms = again.output_tokens_per_s = None
-                    again.finish_reason, again.duration_ms = "", r.duration_ms
+                    again.finish_reason = again.finish_reason_raw = ""
+                    again.duration_ms = r.duration_ms
                 _price(again, pricer, regression, end)
                 yield again
                 t += again.duration_ms / 1000
