@@ -51,9 +51,10 @@ def expected(end: float) -> tuple[float, dict[tuple[str, str], float]]:
 
     # a "new" feature's driver is the cost of its first attempts (its retries are the "retries" driver)
     out = {(d, f): cost(f, True, d == "new") - cost(f, False, d == "new") for d, f in scenarios.EXPECTED_ORDER}
-    total = sum(r.cost_usd or 0 for r in recs if r.timestamp >= end - day) - sum(
-        r.cost_usd or 0 for r in recs if r.timestamp < end - day
-    ) / 7
+    total = (
+        sum(r.cost_usd or 0 for r in recs if r.timestamp >= end - day)
+        - sum(r.cost_usd or 0 for r in recs if r.timestamp < end - day) / 7
+    )
     return total, out
 
 

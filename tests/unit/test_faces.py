@@ -93,6 +93,7 @@ FACES = {
         "schema_statements",
     ],
     "llmtap.admin": ["AdminServer", "AdminState", "ReadOnlyViolation", "check_read_only", "run_sql"],
+    "llmtap.alerts": ["STATE_FILE", "AlertThread", "Evaluator", "Event", "WebhookError", "check_webhook_url"],
     "llmtap.intercept": ["Fingerprinter", "allow_host_patterns", "parse_host_port"],
     "llmtap.cli": ["COMMANDS", "build_parser", "main"],
     "llmtap.testing.mock": [

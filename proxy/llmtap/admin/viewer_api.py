@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .explain import ExplainError, Periods, cost_text, explain_cost, explain_latency, latency_text
+from .explain import ExplainError, Periods, cost_text, explain_cost
+from .explain_latency import explain_latency, latency_text
 from .pages import PageError, call_page, session_page
 
 QueryFn = Callable[[str, str, dict[str, str]], bytes]

@@ -8,16 +8,8 @@ import json
 import sys
 from typing import Any
 
-from ..admin.explain import (
-    ExplainError,
-    Periods,
-    RowsFn,
-    cost_text,
-    explain_cost,
-    explain_latency,
-    latency_text,
-    parse_end,
-)
+from ..admin.explain import ExplainError, Periods, RowsFn, cost_text, explain_cost, parse_end
+from ..admin.explain_latency import explain_latency, latency_text
 from .parser import GROUP_CHOICES
 from .query import query_rows
 

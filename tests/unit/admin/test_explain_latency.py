@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from llmtap.admin.explain import Periods, explain_latency, latency_text
+from llmtap.admin.explain import Periods
+from llmtap.admin.explain_latency import explain_latency, latency_text
 from llmtap.record import CallRecord
 from llmtap.store.embedded import ChdbBackend
 from llmtap.telemetry.semconv import otel_traces_row
