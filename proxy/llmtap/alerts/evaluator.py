@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..admin.queries import RULES, AlertRule
+from ..admin.viewer_api import short, unreachable
 from ..durations import parse_duration
 
 log = logging.getLogger("llmtap.alerts")
@@ -173,8 +174,11 @@ class Evaluator:
                 continue
             try:
                 events += self._evaluate(rule, now)
-            except Exception as e:  # a failing rule must not stop the others
-                log.warning("alerts: rule %s failed: %s", rule.uid, e)
+            except Exception as e:  # a failing rule must not stop the others; a store that is away stops all
+                if unreachable(e):
+                    log.warning("alerts: the store does not answer (%s); next evaluation in one interval", short(e))
+                    break
+                log.warning("alerts: rule %s failed: %s", rule.uid, short(e))
         if events or self.state.instances:
             self.state.save()
         return events

@@ -15,7 +15,7 @@ import pytest
 
 from llmtap.admin.queries import RULES
 from llmtap.alerts import STATE_FILE, Evaluator
-from llmtap.alerts.evaluator import Event
+from llmtap.alerts.evaluator import Event, Instance
 from llmtap.alerts.notifier import AlertThread
 from llmtap.store.embedded import ChdbBackend
 from llmtap.testing import synthetic
@@ -154,3 +154,19 @@ def test_deliveries_are_retried_with_backoff_in_order(receiver: Receiver, tmp_pa
     t._deliver()
     assert [b["status"] for b in receiver.bodies] == ["firing", "resolved"]
     assert not t.evaluator.state.outbox and t.delivered == 2
+
+
+def test_a_store_that_is_away_resolves_nothing(tmp_path: Path) -> None:
+    rule = next(r for r in RULES if r.uid == "llmtap-error-rate")
+    ev = Evaluator(lambda sql, fmt: b"{}", tmp_path / STATE_FILE, rules=[rule, *RULES])
+    ev.state.instances["k"] = Instance(rule.uid, {"provider": "openai", "model": "m"}, "firing", 0.0)
+    calls: list[str] = []
+
+    def down(sql: str, fmt: str) -> bytes:
+        calls.append(sql)
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    ev.query = down
+    assert ev.evaluate(1_000.0) == []
+    assert ev.state.instances["k"].state == "firing"  # not resolved by an outage
+    assert len(calls) == 1  # and the other rules were not tried against a store that is away
