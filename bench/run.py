@@ -570,7 +570,7 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|---|",
     ]
     lines += [f"| {b} | {p} | {ms:.0f} |" for b, p, ms in r["panels"]]
-    return "\n".join(budget(r) + lines[1:] + soak_section()) + "\n"
+    return "\n".join(budget(r) + lines[1:] + soak_section() + ws_soak_section()) + "\n"
 
 
 def budget(r: dict[str, Any]) -> list[str]:
@@ -648,6 +648,52 @@ def soak_section() -> list[str]:
         out += [
             f"| {x['t_s']} | {x['rss_mb']} | {x['tasks']} | {x['inflight']} | {x['store_queue']} | {x['written']} |"
             for x in smp[::6]
+        ]
+    return out
+
+
+def ws_soak_section() -> list[str]:
+    """The WebSocket soak (`bench/ws_soak.py`, ws-soak.json), when it has been run."""
+    f = ROOT / "bench/results/ws-soak.json"
+    if not f.exists():
+        return []
+    s = json.loads(f.read_text())
+    smp, c, rss = s["samples"], s["client"], s["rss_mb"]
+    rows = sum(r["n"] for r in s["rows"])
+    by_api = ", ".join(f"{r['api']} {r['outcome']}: {r['n']:,}" for r in s["rows"])
+    after2 = [x for x in smp if x["t_s"] >= 120] or smp
+    out = [
+        "",
+        f"## WebSocket soak: {s['minutes']:.0f} min, {s['sockets_open']['realtime']} Realtime + "
+        f"{s['sockets_open']['responses']} Responses WebSocket-mode sockets (`bench/ws_soak.py`, ws-soak.json)",
+        "",
+        f"{c['messages_sent'] + c['messages_received']:,} messages, {c['responses']:,} responses, {rows:,} rows "
+        f"({by_api}), {c['sockets']} sockets opened, "
+        f"{c['errors']} client errors. RSS {rss['first']:.0f} MB at start, {after2[0]['rss_mb']:.0f} MB after 2 min, "
+        f"{rss['last']:.0f} MB at the end (max {rss['max']:.0f}; second-half slope "
+        f"{s['rss_slope_mb_per_hour_second_half']:+.1f} MB/h). After the run: "
+        f"{s['after']['event_loop_tasks']} event-loop tasks, {s['after']['open_websockets']} open WebSockets, "
+        f"{s['after']['inflight_calls']} calls in flight, {s['after']['records_written']:,} records written.",
+        "",
+        "| t (s) | RSS MB | tasks | open sockets | written | messages |",
+        "|---|---|---|---|---|---|",
+    ]
+    step = max(1, len(smp) // 16)
+    out += [
+        f"| {x['t_s']} | {x['rss_mb']} | {x['tasks']} | {x['open_websockets']} | {x['written']} | {x['messages']:,} |"
+        for x in [*smp[::step], *([smp[-1]] if (len(smp) - 1) % step else [])]
+    ]
+    ab = ROOT / "bench/results/ws-soak-ab.json"
+    if ab.exists():  # the same load with mitmproxy's default (every message kept), vs llmtap (dropped once observed)
+        r = json.loads(ab.read_text())
+        out += [
+            "",
+            f"Why messages are dropped once observed: the same load for {r['minutes']:.0f} min with mitmproxy's "
+            f"default (every message of a socket kept in `flow.websocket.messages`) grew the sidecar's RSS by "
+            f"{r['keep']['growth_mb']:.0f} MB over {r['keep']['messages']:,} messages "
+            f"({r['keep']['first_mb']:.0f} → {r['keep']['last_mb']:.0f} MB); with llmtap's hook dropping them, "
+            f"by {r['drop']['growth_mb']:.0f} MB over {r['drop']['messages']:,} messages "
+            f"({r['drop']['first_mb']:.0f} → {r['drop']['last_mb']:.0f} MB; `ws-soak-ab.json`).",
         ]
     return out
 

@@ -52,6 +52,29 @@ def textbox_var(name: str, label: str = "") -> dict[str, Any]:
     return {"name": name, "label": label or name, "type": "textbox", "query": "", "current": {"text": "", "value": ""}}
 
 
+# The calls explorer's own filters: choices (outcome, error type, tenant) and free text (user, session, a request,
+# response or trace id, a search in the error and the ids). An empty text box filters nothing.
+EXPLORER = (
+    "$__conditionalAll(outcome IN (${outcome:singlequote}), $outcome) "
+    "AND $__conditionalAll(error_type IN (${error_type:singlequote}), $error_type) "
+    "AND $__conditionalAll(tenant IN (${tenant:singlequote}), $tenant) "
+    "AND (${user:singlequote} = '' OR user_id = ${user:singlequote}) "
+    "AND (${session:singlequote} = '' OR session_id = ${session:singlequote}) "
+    "AND (${request_id:singlequote} = '' OR ${request_id:singlequote} IN (request_id, response_id, trace_id)) "
+    "AND (${search:singlequote} = '' OR positionCaseInsensitive(concat(error_message, ' ', error_code, ' ', "
+    "request_id, ' ', response_id, ' ', user_id, ' ', session_id, ' ', trace_id), ${search:singlequote}) > 0)"
+)
+EXPLORER_VARS = [
+    custom_var("outcome", ["ok", "error", "cancelled"]),
+    query_var("error_type", "error_type", "error type"),
+    query_var("tenant", "tenant"),
+    textbox_var("user"),
+    textbox_var("session"),
+    textbox_var("request_id", "request id"),
+    textbox_var("search"),
+]
+
+
 class Board:
     def __init__(self, uid: str, title: str, tags: list[str], variables: list[dict[str, Any]] | None = None) -> None:
         self.uid, self.title, self.tags = uid, title, tags

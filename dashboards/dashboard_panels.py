@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboard_kit import Board, F, T, W, custom_var, query_var, textbox_var
+from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, F, T, W, custom_var
 
 from llmtap.admin.explain_sql import explain_cost_sql
 from llmtap.admin.latency_sql import explain_latency_sql
@@ -282,27 +282,72 @@ ORDER BY attempts DESC, first DESC LIMIT 30""",
     return b
 
 
-# The calls explorer's own filters: choices (outcome, error type, tenant) and free text (user, session, a request,
-# response or trace id, a search in the error and the ids). An empty text box filters nothing.
-EXPLORER = (
-    "$__conditionalAll(outcome IN (${outcome:singlequote}), $outcome) "
-    "AND $__conditionalAll(error_type IN (${error_type:singlequote}), $error_type) "
-    "AND $__conditionalAll(tenant IN (${tenant:singlequote}), $tenant) "
-    "AND (${user:singlequote} = '' OR user_id = ${user:singlequote}) "
-    "AND (${session:singlequote} = '' OR session_id = ${session:singlequote}) "
-    "AND (${request_id:singlequote} = '' OR ${request_id:singlequote} IN (request_id, response_id, trace_id)) "
-    "AND (${search:singlequote} = '' OR positionCaseInsensitive(concat(error_message, ' ', error_code, ' ', "
-    "request_id, ' ', response_id, ' ', user_id, ' ', session_id, ' ', trace_id), ${search:singlequote}) > 0)"
-)
-EXPLORER_VARS = [
-    custom_var("outcome", ["ok", "error", "cancelled"]),
-    query_var("error_type", "error_type", "error type"),
-    query_var("tenant", "tenant"),
-    textbox_var("user"),
-    textbox_var("session"),
-    textbox_var("request_id", "request id"),
-    textbox_var("search"),
-]
+def agents() -> Board:
+    b = Board("llmtap-agents", "LLM agents and plans", ["agents"])
+    b.ts(
+        "Plan window utilisation and status over time",
+        f"""SELECT {T},
+    max(toFloat64OrNull(ratelimit_headers['anthropic-ratelimit-unified-5h-utilization'])) AS five_hour,
+    max(toFloat64OrNull(ratelimit_headers['anthropic-ratelimit-unified-7d-utilization'])) AS seven_day,
+    countIf(ratelimit_headers['anthropic-ratelimit-unified-status'] = 'allowed_warning') / count() AS warning,
+    countIf(ratelimit_headers['anthropic-ratelimit-unified-status'] = 'rejected') / count() AS rejected
+FROM llm_calls WHERE {W} AND ratelimit_headers['anthropic-ratelimit-unified-status'] != ''
+GROUP BY time ORDER BY time""",
+        unit="percentunit",
+        description="Claude plans (anthropic-ratelimit-unified-*): the highest 5-hour and 7-day window "
+        "utilisation reported in each interval, and the share of calls answered allowed_warning / rejected",
+    )
+    b.ts(
+        "Codex plan windows (ChatGPT plans)",
+        f"""SELECT {T},
+    max(toFloat64OrNull(ratelimit_headers['x-codex-primary-used-percent'])) / 100 AS primary_window,
+    max(toFloat64OrNull(ratelimit_headers['x-codex-secondary-used-percent'])) / 100 AS secondary_window
+FROM llm_calls WHERE {W} AND ratelimit_headers['x-codex-primary-used-percent'] != ''
+GROUP BY time ORDER BY time""",
+        unit="percentunit",
+        description="x-codex-primary-used-percent (the 5-hour window) and x-codex-secondary-used-percent (weekly)",
+    )
+    b.stat(
+        "Plan traffic at API prices",
+        f"SELECT sum(cost_usd) AS api_equivalent FROM llm_calls WHERE {W} AND billing = 'subscription'",
+        unit="currencyUSD",
+        description="What the calls billed to a subscription would have cost at API list prices",
+    )
+    b.stat(
+        "Calls on plans",
+        f"SELECT countIf(billing = 'subscription') / count() AS on_plans FROM llm_calls WHERE {W}",
+        unit="percentunit",
+    )
+    b.stat(
+        "WebSocket calls",
+        f"SELECT countIf(transport = 'websocket') AS websocket_calls FROM llm_calls WHERE {W}",
+    )
+    b.stat(
+        "Agent sessions",
+        f"SELECT uniqExactIf(session_id, client_name != '' AND session_id != '') AS sessions FROM llm_calls WHERE {W}",
+    )
+    b.ts(
+        "Cost per hour by billing",
+        f"""SELECT {T}, if(billing = '', 'unknown', billing) AS billing,
+    sum(cost_usd) * 3600 / $__interval_s AS usd_per_hour
+FROM llm_calls WHERE {W} GROUP BY time, billing ORDER BY time""",
+        unit="currencyUSD",
+    )
+    b.bar(
+        "Calls by client",
+        f"""SELECT if(client_name = '', 'unknown', client_name) AS client, count() AS calls FROM llm_calls WHERE {W}
+GROUP BY client ORDER BY calls DESC LIMIT 15""",
+    )
+    b.table(
+        "Agent sessions by cost",
+        f"""SELECT session_id, any(client_name) AS client, any(service) AS service, count() AS calls,
+    round(sum(cost_usd), 4) AS cost_usd, sum(input_tokens) AS input_tokens,
+    min(timestamp) AS first, max(timestamp) AS last
+FROM llm_calls WHERE {W} AND client_name != '' AND session_id != ''
+GROUP BY session_id ORDER BY cost_usd DESC LIMIT 30""",
+        w=24,
+    )
+    return b
 
 
 def calls() -> Board:

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dashboard_panels import calls, cost, errors, latency, overview, trace
+from dashboard_panels import agents, calls, cost, errors, latency, overview, trace
 
 from llmtap.admin.queries import RULES
 
-BOARDS = (overview, latency, cost, errors, calls, trace)
+BOARDS = (overview, latency, cost, errors, agents, calls, trace)
 
 
 def build() -> dict[str, dict[str, Any]]:

@@ -121,6 +121,7 @@ class Sidecar:
             "version": __version__,
             "pending": self.pipeline.pending(),
             "inflight_calls": self.addon.inflight,
+            "open_websockets": self.addon.ws.open,
             "event_loop_tasks": self.addon.loop_tasks(),
         }
         if self.writer is not None:

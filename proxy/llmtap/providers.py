@@ -5,6 +5,12 @@ Groq, DeepSeek, Mistral, xAI and OpenRouter all speak OpenAI Chat Completions (t
 in :mod:`llmtap.adapters` know the APIs). The ``hosts`` are the public endpoints intercepted
 by default: they feed mitmproxy's ``allow_hosts``, so every other host is tunnelled, never
 decrypted.
+
+Coding agents also talk to plan endpoints on hosts that serve much more than an LLM API
+(``chatgpt.com`` is the ChatGPT web app): such an entry names the ``paths`` that are calls, and
+every other request to the host passes through untouched and unrecorded (mitmproxy's
+``allow_hosts`` decides per host, so the host itself is decrypted). ``plan`` marks endpoints
+only a subscription reaches (``billing = subscription``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ class Provider:
     genai_prices_id: str | None = None  # the provider's id in genai-prices; None: price files only
     base_url_prefix: str = ""  # base-URL mode: http://<sidecar>/<prefix>/... → https://<base_url_host>/...
     base_url_host: str = ""
+    paths: tuple[str, ...] = ()  # when set: only paths matching one of these regexes are calls
+    plan: bool = False  # a plan-only endpoint: its calls are billed to a subscription
+    by_model: bool = False  # priced at the model's own API list price (it resells other providers' models)
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -58,24 +67,68 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("deepseek", (r"api\.deepseek\.com",), "deepseek", "deepseek", "api.deepseek.com"),
     Provider("mistral_ai", (r"api\.mistral\.ai",), "mistral", "mistral", "api.mistral.ai"),
     Provider("x_ai", (r"api\.x\.ai",), "x-ai", "xai", "api.x.ai"),
+    # Copilot serves OpenAI, Anthropic and Google models on a plan: its calls are priced at the
+    # model's API list price (genai-prices' github-copilot entries are the plan's, $0 for most).
+    Provider(
+        "github_copilot",
+        (r"api\.githubcopilot\.com", r"api\.[a-z0-9-]+\.githubcopilot\.com"),
+        plan=True,
+        by_model=True,
+    ),
+    # Coding-agent plan endpoints on hosts that serve more than the API (see the module doc).
+    Provider("openai", (r"chatgpt\.com",), "openai", paths=(r"^/backend-api/codex/responses$",), plan=True),
+    Provider(
+        "gcp.gemini",
+        (r"cloudcode-pa\.googleapis\.com",),
+        "google",
+        paths=(r"^/v1internal:(stream)?generatecontent$",),
+        plan=True,
+    ),
     # Self-hosted servers (reached with --intercept): named by the API they speak.
     Provider("ollama"),
     Provider("vllm"),
     Provider("openai_compatible"),
 )
-BY_NAME: dict[str, Provider] = {p.name: p for p in PROVIDERS}
-_HOST_RES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"^{pattern}$"), p.name) for p in PROVIDERS for pattern in p.hosts
+BY_NAME: dict[str, Provider] = {}
+for _p in PROVIDERS:
+    BY_NAME.setdefault(_p.name, _p)  # the first entry of a name is the provider's API host
+_HOST_RES: tuple[tuple[re.Pattern[str], Provider], ...] = tuple(
+    (re.compile(rf"^{pattern}$"), p) for p in PROVIDERS for pattern in p.hosts
 )
+_PATH_RES: dict[Provider, tuple[re.Pattern[str], ...]] = {
+    p: tuple(re.compile(x, re.IGNORECASE) for x in p.paths) for p in PROVIDERS if p.paths
+}
+
+
+def endpoint_for_host(host: str) -> Provider | None:
+    """The table entry serving ``host``, or ``None`` (a self-hosted or unknown host)."""
+    h = host.lower().rstrip(".")
+    for rx, p in _HOST_RES:
+        if rx.match(h):
+            return p
+    return None
 
 
 def provider_for_host(host: str) -> str | None:
     """The provider whose public endpoint ``host`` is, or ``None`` (a self-hosted or unknown host)."""
-    h = host.lower().rstrip(".")
-    for rx, name in _HOST_RES:
-        if rx.match(h):
-            return name
-    return None
+    p = endpoint_for_host(host)
+    return p.name if p is not None else None
+
+
+def is_call_path(host: str, path: str) -> bool:
+    """False for a request to a path-limited host (``chatgpt.com``) outside its API paths: such a
+    request is not an LLM call and passes through untouched. ``path`` may carry a query."""
+    p = endpoint_for_host(host)
+    if p is None or not p.paths:
+        return True
+    bare = path.split("?", 1)[0].rstrip("/")
+    return any(rx.search(bare) for rx in _PATH_RES[p])
+
+
+def is_plan_endpoint(host: str) -> bool:
+    """Calls to ``host`` are billed to a plan (Copilot, ChatGPT-plan Codex, Gemini Code Assist)."""
+    p = endpoint_for_host(host)
+    return p is not None and p.plan
 
 
 def host_patterns() -> list[str]:
@@ -86,6 +139,12 @@ def host_patterns() -> list[str]:
 def genai_prices_id(provider: str) -> str | None:
     p = BY_NAME.get(provider)
     return p.genai_prices_id if p is not None else None
+
+
+def priced_by_model(provider: str) -> bool:
+    """The provider's calls are priced by the model name alone (at that model's API list price)."""
+    p = BY_NAME.get(provider)
+    return p is not None and p.by_model
 
 
 def base_url_prefixes() -> dict[str, str]:

@@ -22,7 +22,7 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-BOARDS = ["llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-calls"]
+BOARDS = ["llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-agents", "llmtap-calls"]
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):

@@ -1,8 +1,9 @@
 """Wire-API adapters: one module per API, each declaring its routes and framing.
 
 Adding a wire API is one new module (an :class:`Adapter` subclass with ``api``, ``routes`` and
-its hooks) and one line in :data:`REGISTRY`. Routing is a loop over the registry in order:
-the first adapter with a matching route speaks for the request.
+its hooks) and one line in :data:`REGISTRY` — or, for an API spoken over a WebSocket, a
+:class:`WSAdapter` subclass and one line in :data:`WS_REGISTRY`. Routing is a loop over the
+registry in order: the first adapter with a matching route speaks for the request.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ..providers import provider_for_host
+from ..providers import is_call_path, provider_for_host
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, ErrorInfo, Observation, RequestInfo, Route, Usage
 from .bedrock import BedrockConverse, BedrockInvoke
@@ -20,7 +21,10 @@ from .ollama import OllamaChat, OllamaGenerate
 from .openai_chat import OpenAIChat
 from .openai_completions import OpenAICompletions
 from .openai_embeddings import OpenAIEmbeddings
+from .openai_realtime import OpenAIRealtime, RealtimeResponse
 from .openai_responses import OpenAIResponses
+from .openai_responses_ws import OpenAIResponsesWS
+from .websocket import Turn, WSAdapter, query_param
 
 # Order matters where paths overlap: the first match wins.
 REGISTRY: tuple[type[Adapter], ...] = (
@@ -34,6 +38,11 @@ REGISTRY: tuple[type[Adapter], ...] = (
     OpenAIResponses,
     OpenAICompletions,
     OpenAIEmbeddings,
+)
+# APIs spoken over a WebSocket, routed on the upgrade request (GET).
+WS_REGISTRY: tuple[type[WSAdapter], ...] = (
+    OpenAIRealtime,
+    OpenAIResponsesWS,
 )
 _ALL: tuple[type[Adapter], ...] = (*REGISTRY, GenericJSON)
 ADAPTERS: dict[str, type[Adapter]] = {a.api: a for a in _ALL}  # by api name
@@ -57,6 +66,8 @@ def route(method: str, host: str, path: str, header_names: frozenset[str]) -> Ro
     transport shows. The provider is the public host's; on other hosts the path's when it names
     one (an Azure deployment, a Vertex publisher model), else the adapter's default.
     """
+    if not is_call_path(host, path):
+        return None  # a host that serves more than its API (chatgpt.com): not a call
     known = provider_for_host(host)
     p = unquote(path.split("?", 1)[0]).rstrip("/")
     for adapter in REGISTRY:
@@ -67,6 +78,33 @@ def route(method: str, host: str, path: str, header_names: frozenset[str]) -> Ro
                 return RouteMatch(adapter, known or r.provider or adapter.default_provider, model)
     if method == "POST":
         return RouteMatch(GenericJSON, known or GenericJSON.default_provider)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class WSRouteMatch:
+    adapter: type[WSAdapter]
+    provider: str
+    model: str = ""  # from the path (an Azure deployment) or the query (?model=, ?deployment=)
+
+    @property
+    def api(self) -> str:
+        return self.adapter.api
+
+
+def route_ws(host: str, path: str, header_names: frozenset[str]) -> WSRouteMatch | None:
+    """The WebSocket adapter for an upgrade request to an intercepted host; ``None``: not an LLM API."""
+    if not is_call_path(host, path):
+        return None
+    known = provider_for_host(host)
+    bare, _, query = path.partition("?")
+    p = unquote(bare).rstrip("/")
+    for adapter in WS_REGISTRY:
+        for r in adapter.routes:
+            m = r.match("GET", p, known, header_names)
+            if m is not None:
+                model = m.groupdict().get("model") or query_param(query, "model", "deployment")
+                return WSRouteMatch(adapter, known or r.provider or adapter.default_provider, model)
     return None
 
 
@@ -87,10 +125,18 @@ __all__ = [
     "OpenAIChat",
     "OpenAICompletions",
     "OpenAIEmbeddings",
+    "OpenAIRealtime",
     "OpenAIResponses",
+    "OpenAIResponsesWS",
+    "RealtimeResponse",
     "RequestInfo",
     "Route",
     "RouteMatch",
+    "Turn",
     "Usage",
+    "WSAdapter",
+    "WSRouteMatch",
+    "WS_REGISTRY",
     "route",
+    "route_ws",
 ]

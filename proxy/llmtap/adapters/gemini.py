@@ -44,6 +44,8 @@ class GeminiGenerateContent(Adapter):
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
+        if isinstance(body, dict) and isinstance(body.get("request"), dict):
+            body = body["request"]  # Code Assist: {"model", "project", "request": {contents, ...}}
         cfg = d(body, "generationConfig")
         if isinstance(cfg.get("maxOutputTokens"), int):
             self.req.max_output_tokens = cfg["maxOutputTokens"]
@@ -56,6 +58,10 @@ class GeminiGenerateContent(Adapter):
     def on_object(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
+        if isinstance(obj.get("response"), dict):  # Code Assist: {"response": {...}, "traceId": "..."}
+            if isinstance(obj.get("traceId"), str) and obj["traceId"] and not self.obs.response_id:
+                self.obs.response_id = obj["traceId"]
+            obj = obj["response"]
         if self.error_in_body(obj):
             return
         if isinstance(obj.get("modelVersion"), str) and obj["modelVersion"]:

@@ -33,7 +33,15 @@ def dashboards_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "dashboards" / "json"
 
 
-ORDER = ("llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-calls", "llmtap-trace")
+ORDER = (
+    "llmtap-overview",
+    "llmtap-latency",
+    "llmtap-cost",
+    "llmtap-errors",
+    "llmtap-agents",
+    "llmtap-calls",
+    "llmtap-trace",
+)
 
 
 def load_dashboards() -> dict[str, dict[str, Any]]:

@@ -14,9 +14,11 @@ from typing import Any
 
 from ..adapters.base import ErrorInfo, Usage, collect_text, error_from_body
 from ..adapters.timing import percentile
+from ..providers import is_plan_endpoint
 from ..record import CallRecord, cap_message
 from . import headers as hdr
-from . import taxonomy
+from . import identity, taxonomy
+from .clients import client_from_user_agent
 from .estimate import TokenEstimator
 from .tee import Capture, End
 
@@ -71,6 +73,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         request_service_tier=req.service_tier[:64],
         service_tier=(obs.service_tier or req.service_tier)[:64],
     )
+    _who(r, cap)
     if f.parent_span_id:
         r.extra["parent_span_id"] = f.parent_span_id
     if cap.parse_error:
@@ -83,6 +86,19 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
     _usage(r, cap, estimator)
     ctx = CallContext(cap.request_json, "".join(obs.output_text), f.headers)
     return r, ctx
+
+
+def _who(r: CallRecord, cap: Capture) -> None:
+    """Transport, the calling tool, who pays, and agent ids the body carries (:mod:`.identity`)."""
+    f, req = cap.facts, cap.adapter.req
+    h = dict(f.headers)
+    r.transport, r.connection_id = f.transport, f.connection_id
+    r.client_name, r.client_version = client_from_user_agent(h.get("user-agent", ""))
+    r.billing = identity.billing(is_plan_endpoint(f.host), h, f.path.partition("?")[2])
+    if not f.attribution.get("user_id") and req.user:
+        r.user_id, session = identity.agent_user(req.user)
+        r.session_id = r.session_id or session
+    r.session_id = r.session_id or identity.body_session(cap.request_json)
 
 
 def _timings(r: CallRecord, cap: Capture) -> None:
@@ -127,7 +143,7 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         r.error_type = taxonomy.transport_error_type(msg)
         r.error_message = cap_message(msg)
         if cap.streamed:
-            r.mid_stream_error = 200 <= cap.status < 300
+            r.mid_stream_error = 200 <= cap.status < 300 or cap.status == 101  # 101: a WebSocket call
     if err is not None:
         amzn = dict(cap.resp_headers).get("x-amzn-errortype", "")
         if not err.code and amzn:  # Bedrock names the exception in a header

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 
 from ..record import CallRecord
@@ -19,10 +20,31 @@ REQUEST_ID_HEADERS = (
     "cf-ray",
 )
 PROCESSING_HEADERS = ("openai-processing-ms", "x-envoy-upstream-service-time")  # milliseconds
+# Rate-limit and quota headers, kept verbatim in ratelimit_headers: OpenAI/Groq/OpenRouter
+# x-ratelimit-* (incl. *-tokens-usage-based), Anthropic anthropic-ratelimit-* (incl. the plan
+# windows anthropic-ratelimit-unified-*), Azure x-ms-ratelimit-*, the IETF RateLimit fields,
+# and ChatGPT-plan Codex's plan windows (x-codex-primary-*, x-codex-secondary-*, credits).
+RATELIMIT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "x-ms-ratelimit-", "ratelimit-")
+RATELIMIT_NAMES = frozenset({"retry-after", "retry-after-ms", "ratelimit", "ratelimit-policy"})
+_CODEX_LIMITS = re.compile(r"^x-codex-(?:[a-z0-9_]+-)?(?:primary|secondary|credits|active-limit|rate-limit)")
+MAX_RATELIMIT_HEADERS = 64
+MAX_RATELIMIT_VALUE = 256
+
+
+def ratelimit_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Every rate-limit/quota header of a response (names lower-cased), values verbatim (capped)."""
+    out: dict[str, str] = {}
+    for name, value in headers:
+        k = name.lower()
+        kept = k in RATELIMIT_NAMES or k.startswith(RATELIMIT_PREFIXES) or bool(_CODEX_LIMITS.match(k))
+        if kept and len(out) < MAX_RATELIMIT_HEADERS:
+            out[k] = value[:MAX_RATELIMIT_VALUE]
+    return out
 
 
 def apply_response_headers(r: CallRecord, headers: list[tuple[str, str]], body_processing_ms: object = None) -> None:
     h = dict(headers)
+    r.ratelimit_headers = ratelimit_headers(headers)
     for name in REQUEST_ID_HEADERS:
         if h.get(name):
             r.request_id = h[name][:200]

@@ -23,7 +23,7 @@ from typing import Any
 from ..adapters import Adapter
 from ..decode import Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
-from ..record import EndKind
+from ..record import EndKind, Transport
 
 log = logging.getLogger("llmtap.capture")
 
@@ -48,6 +48,8 @@ class RequestFacts:
     trace_id: str = ""
     span_id: str = ""
     parent_span_id: str = ""
+    transport: Transport = "http"
+    connection_id: str = ""  # the client connection (every call of one WebSocket shares it)
 
 
 @dataclass(slots=True)
@@ -63,20 +65,32 @@ ParseErrorHook = Callable[[str, BaseException], None]
 class Capture:
     """The state of one intercepted call."""
 
-    def __init__(self, facts: RequestFacts, adapter: Adapter, on_parse_error: ParseErrorHook | None = None) -> None:
+    def __init__(
+        self,
+        facts: RequestFacts,
+        adapter: Adapter,
+        on_parse_error: ParseErrorHook | None = None,
+        *,
+        fed: bool = False,
+        request: Any = None,
+    ) -> None:
+        """``fed``: the adapter has seen the request already (a WebSocket call: ``request`` is the
+        parsed message that started it), so it is not handed the body again."""
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
-        self.request_json: Any = None
-        try:
-            self.request_json = json.loads(facts.body) if facts.body else None
-        except ValueError:
-            self.request_json = None
+        self.request_json: Any = request
+        if not fed:
+            try:
+                self.request_json = json.loads(facts.body) if facts.body else None
+            except ValueError:
+                self.request_json = None
         self.parsing = True
         self.parse_error = ""
         try:
-            adapter.on_request(self.request_json)
-            adapter.on_target(facts.path)
+            if not fed:
+                adapter.on_request(self.request_json)
+                adapter.on_target(facts.path)
         except Exception as e:  # a hostile request body must not break capture
             self._parse_failed(e)
         self.status = 0

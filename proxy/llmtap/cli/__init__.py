@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 
 from ..telemetry.logs import setup_logging
-from . import explain, query, tools
+from . import execcmd, explain, query, tools
 from .parser import build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -20,6 +20,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "schema": tools.cmd_schema,
     "ca": tools.cmd_ca,
     "env": tools.cmd_env,
+    "exec": execcmd.cmd_exec,
     "mock-provider": tools.cmd_mock,
     "seed": tools.cmd_seed,
     "demo": tools.cmd_demo,

@@ -236,6 +236,22 @@ def build_parser() -> argparse.ArgumentParser:
     envp.add_argument("--data-dir", default=env("data-dir", DEFAULT_DATA_DIR))
     envp.add_argument("--listen", default=env("listen", DEFAULT_LISTEN))
 
+    ex = sub.add_parser(
+        "exec",
+        parents=[logp],
+        help="run a command with its LLM calls going through the sidecar (tagged with --service)",
+        usage="llmtap exec [--service NAME] -- CMD [ARGS...]",
+    )
+    ex.add_argument("--service", default=env("service", ""), help="service name of its calls (default: CMD)")
+    ex.add_argument("--listen", default=env("listen", DEFAULT_LISTEN), help="the sidecar's proxy address")
+    ex.add_argument("--data-dir", default=env("data-dir", DEFAULT_DATA_DIR), help="the sidecar's data dir (its CA)")
+    ex.add_argument(
+        "--proxy-password",
+        default=env("proxy-password", "x"),
+        help="the proxy password, when the sidecar runs with --proxy-auth (else ignored)",
+    )
+    ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+
     mock = sub.add_parser("mock-provider", parents=[logp], help="a local HTTPS server replaying realistic LLM streams")
     mock.add_argument("--listen", default=env("mock-listen", "127.0.0.1:0"))
     mock.add_argument("--cert-dir", default=env("mock-cert-dir", "./llmtap-mock"))

@@ -18,8 +18,9 @@ from .eventstream import EventStreamDecoder, EventStreamError, EventStreamMessag
 from .jsonarray import JSONArrayDecoder
 from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder, SSEEvent
+from .websocket import WSMessageDecoder
 
-FramingName = Literal["sse", "ndjson", "json_array", "eventstream", "json"]
+FramingName = Literal["sse", "ndjson", "json_array", "eventstream", "json", "websocket"]
 Hook = Literal["on_event", "on_object", "on_frame", "on_json"]
 
 MAX_JSON_BODY = 64 * 1024 * 1024  # a larger non-stream body is passed through but not parsed
@@ -46,6 +47,7 @@ NDJSON = Framing("ndjson", NDJSONDecoder, "on_object", True)
 JSON_ARRAY = Framing("json_array", JSONArrayDecoder, "on_object", True)
 EVENTSTREAM = Framing("eventstream", EventStreamDecoder, "on_frame", True)
 JSON = Framing("json", lambda: JSONBody(MAX_JSON_BODY), "on_json", False)
+WEBSOCKET = Framing("websocket", WSMessageDecoder, "on_object", True)  # whole messages, one by one
 
 __all__ = [
     "DECODERS",
@@ -70,6 +72,8 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "UnsupportedEncoding",
+    "WEBSOCKET",
+    "WSMessageDecoder",
     "encode_event",
     "make_decoder",
 ]

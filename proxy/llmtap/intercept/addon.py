@@ -3,7 +3,13 @@
 Hooks copy plain values out of the flow, ask the module that knows (routing, attribution,
 the adapters' routes), and enqueue; nothing here blocks. Hosts that are not LLM providers
 never get here over HTTPS (mitmproxy tunnels them, see ``allow_hosts``); plain-HTTP ones are
-streamed through untouched.
+streamed through untouched, and so are the paths of a decrypted host that are not its API
+(``chatgpt.com`` outside ``/backend-api/codex/``). WebSockets: :mod:`.websocket`.
+
+The user part of the proxy URL (``HTTPS_PROXY=http://SERVICE:x@host:port``, sent as
+``Proxy-Authorization`` on the CONNECT) names the ``service`` of every call on that client
+connection. Without ``--proxy-auth`` the password is ignored; with it, mitmproxy's proxyauth
+addon checks the credentials first (and strips the header), and its verdict is read here.
 
 Thread contract: every hook runs on the proxy's event loop.
 """
@@ -14,17 +20,20 @@ import asyncio
 import logging
 import secrets
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mitmproxy import http
+from mitmproxy import connection, http
 
 from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
 from ..pipeline import Pipeline
+from ..providers import is_call_path
 from ..record import EndKind
-from .attribution import Fingerprinter, read_attribution, strippable, trace_ids
+from .attribution import Fingerprinter, proxy_user, read_attribution, strippable, trace_ids
 from .routing import BASE_URL_HELP, Interception, base_url_target
+from .websocket import WebSockets, is_upgrade
 
 log = logging.getLogger("llmtap.addon")
 _KEY = "llmtap"
@@ -56,6 +65,9 @@ class LlmTapAddon:
         self.running_since: float | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.inflight = 0  # calls captured and not finished: returns to 0 when nothing leaks
+        self.ws = WebSockets(self._facts, self.pipeline.submit, self._parse_error, self.make_adapter)
+        # The service named by the proxy URL's user, per client connection (as proxyauth keeps its own).
+        self._conn_service: weakref.WeakKeyDictionary[connection.Client, str] = weakref.WeakKeyDictionary()
 
     # -- lifecycle -----------------------------------------------------------------
     def running(self) -> None:
@@ -68,9 +80,28 @@ class LlmTapAddon:
         lh, lp = self.cfg.listen
         return port == lp and (host == lh or host in _LOOPBACK_NAMES or lh in ("0.0.0.0", "::"))
 
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """The CONNECT of a client connection: its proxy credentials name the service."""
+        user = self._proxy_user(flow)
+        if user:
+            self._conn_service[flow.client_conn] = user
+
+    def _proxy_user(self, flow: http.HTTPFlow) -> str:
+        checked = flow.metadata.get("proxyauth")  # set by mitmproxy's proxyauth when --proxy-auth is on
+        if isinstance(checked, tuple) and checked and isinstance(checked[0], str):
+            return checked[0][:128]
+        value = flow.request.headers.get("proxy-authorization", "")
+        if value and flow.request.method != "CONNECT":
+            del flow.request.headers["proxy-authorization"]  # meant for the proxy: never forwarded
+        return proxy_user(value)[0] if value else ""
+
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
         req = flow.request
+        if flow.client_conn not in self._conn_service:  # plain-HTTP proxying: credentials on each request
+            user = self._proxy_user(flow)
+            if user:
+                flow.metadata["llmtap_service"] = user
         if req.scheme == "http" and self._addressed_to_us(req.host, req.port):
             target = base_url_target(req.path, self.cfg.intercept)
             if target is None:
@@ -80,8 +111,8 @@ class LlmTapAddon:
             host, port, path = target
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
-        if not self.is_intercepted(req.host, req.port):
-            req.stream = True  # not ours: pass through, never buffer
+        if not self.is_intercepted(req.host, req.port) or not is_call_path(req.host, req.path):
+            req.stream = True  # not ours (or not the host's API): pass through, never buffer
 
     def request(self, flow: http.HTTPFlow) -> None:
         req = flow.request
@@ -91,16 +122,35 @@ class LlmTapAddon:
         names = frozenset(k for k, _ in headers)
         for name in strippable(names, req.headers.get("authorization", "")):
             del req.headers[name]
-        match = route(req.method, req.host, req.path, names)
-        if match is None:
-            return  # GET /v1/models and the like: not calls
+        if is_upgrade(flow):
+            cap = self.ws.upgrade_request(flow, headers)
+        else:
+            match = route(req.method, req.host, req.path, names)
+            if match is None:
+                return  # GET /v1/models and the like: not calls
+            try:
+                body = req.get_content(strict=False) or b""
+            except Exception:
+                body = req.raw_content or b""
+            cap = Capture(
+                self._facts(flow, headers, body, match.provider, match.api),
+                self.make_adapter(match.adapter),
+                self._parse_error,
+            )
+            if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
+                cap.adapter.req.model = match.model
+        if cap is not None:
+            flow.metadata[_KEY] = cap
+            self.inflight += 1
+
+    def _facts(
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], body: bytes, provider: str, api: str
+    ) -> RequestFacts:
+        req = flow.request
         t0 = flow.metadata.get("llmtap_t0") or (time.time(), time.monotonic())
-        try:
-            body = req.get_content(strict=False) or b""
-        except Exception:
-            body = req.raw_content or b""
         trace_id, parent = trace_ids(req.headers.get("traceparent", ""))
-        facts = RequestFacts(
+        service = self._conn_service.get(flow.client_conn) or flow.metadata.get("llmtap_service")
+        return RequestFacts(
             method=req.method,
             host=req.host,
             port=req.port,
@@ -109,26 +159,26 @@ class LlmTapAddon:
             body=body,
             start_wall=t0[0],
             start_mono=t0[1],
-            provider=match.provider,
-            api=match.api,
-            service=self.cfg.service or "unknown_service",
+            provider=provider,
+            api=api,
+            service=service or self.cfg.service or "unknown_service",
             attribution=read_attribution(headers),
             api_key_id=self.fp.api_key_id(headers, req.path.partition("?")[2]),
             trace_id=trace_id,
             span_id=secrets.token_hex(8),
             parent_span_id=parent,
+            connection_id=flow.client_conn.id,
         )
-        cap = Capture(facts, self.make_adapter(match.adapter), self._parse_error)
-        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
-            cap.adapter.req.model = match.model
-        flow.metadata[_KEY] = cap
-        self.inflight += 1
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         resp = flow.response
         if resp is None:
             return
         cap: Capture | None = flow.metadata.get(_KEY)
+        if cap is not None and resp.status_code == 101:  # a WebSocket opened: its calls are its messages
+            flow.metadata.pop(_KEY)
+            self.inflight -= 1
+            cap = None
         if cap is None:
             resp.stream = True
             return
@@ -143,7 +193,19 @@ class LlmTapAddon:
             self.inflight -= 1
             self.pipeline.submit(cap, End("complete", time.monotonic()))
 
+    # -- WebSocket (see .websocket) -------------------------------------------------------------
+    def websocket_start(self, flow: http.HTTPFlow) -> None:
+        self.ws.start(flow)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        self.ws.message(flow)
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        self.ws.end(flow)
+
     def error(self, flow: http.HTTPFlow) -> None:
+        if flow.websocket is not None:
+            self.ws.end(flow, flow.error.msg if flow.error else "")
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is None:
             return

@@ -7,6 +7,8 @@ fingerprint (HMAC-SHA256 with a per-install secret) identifies the key.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -14,7 +16,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 ATTRIBUTION_HEADERS = {
     "x-llmtap-service": "service",
@@ -24,8 +26,17 @@ ATTRIBUTION_HEADERS = {
     "x-llmtap-feature": "feature",
     "x-llmtap-prompt-version": "prompt_version",
 }
-# Session headers other tools already send; read (never stripped) when ours are absent.
-FOREIGN_SESSION_HEADERS = ("helicone-session-id", "x-session-id", "langfuse-session-id")
+# Headers other tools already send, read (never stripped) when ours are absent; in this order
+# (the contract's), then Codex's own session headers.
+FOREIGN_SESSION_HEADERS = (
+    "x-claude-code-session-id",
+    "helicone-session-id",
+    "x-session-id",
+    "langfuse-session-id",
+    "session-id",
+    "session_id",
+)
+FOREIGN_USER_HEADERS = ("helicone-user-id",)
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization")
 CREDENTIAL_QUERY_KEYS = ("key", "api-key", "api_key")
@@ -59,16 +70,46 @@ def trace_ids(traceparent: str) -> tuple[str, str]:
 
 def read_attribution(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     out: dict[str, str] = {}
-    foreign: dict[str, str] = {}
+    sessions: dict[str, str] = {}
+    users: dict[str, str] = {}
     for k, v in headers:
         field = ATTRIBUTION_HEADERS.get(k)
         if field and v:
             out[field] = v[:256]
         elif k in FOREIGN_SESSION_HEADERS and v:
-            foreign.setdefault("session_id", v[:256])
-    for k, v in foreign.items():
-        out.setdefault(k, v)
+            sessions.setdefault(k, v[:256])
+        elif k in FOREIGN_USER_HEADERS and v:
+            users.setdefault(k, v[:256])
+    for name in FOREIGN_SESSION_HEADERS:
+        if name in sessions:
+            out.setdefault("session_id", sessions[name])
+            break
+    for name in FOREIGN_USER_HEADERS:
+        if name in users:
+            out.setdefault("user_id", users[name])
+            break
     return out
+
+
+_SAFE_NAME = re.compile(r"[^\x21-\x7e ]")
+
+
+def proxy_user(proxy_authorization: str) -> tuple[str, str]:
+    """(user, password) of a ``Proxy-Authorization: Basic …`` value; ``("", "")`` if there is none.
+
+    The user part of the proxy URL names the calling service (``http://SERVICE:x@host:port``).
+    It arrives percent-decoded from most clients; a still-encoded one is decoded here.
+    """
+    scheme, _, value = proxy_authorization.strip().partition(" ")
+    if scheme.lower() != "basic" or not value:
+        return "", ""
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return "", ""
+    user, _, password = decoded.partition(":")
+    user = _SAFE_NAME.sub("", unquote(user)).strip()
+    return user[:128], password
 
 
 class Fingerprinter:

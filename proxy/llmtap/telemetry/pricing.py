@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..providers import genai_prices_id
+from ..providers import genai_prices_id, priced_by_model
 from ..record import CallRecord, CostSource
 
 log = logging.getLogger("llmtap.pricing")
@@ -89,7 +89,7 @@ class Price:
 class Pricer:
     def __init__(self, rules: list[PriceRule] | None = None) -> None:
         self.rules = rules or []
-        self._unknown: set[tuple[str, str]] = set()
+        self._unknown: set[tuple[str | None, str]] = set()
         self._lock = threading.Lock()
 
     def price(self, r: CallRecord) -> Price | None:
@@ -99,7 +99,7 @@ class Pricer:
                 if rule.matches(r.provider, model):
                     return _rule_price(rule, r)
         provider_id = genai_prices_id(r.provider)  # self-hosted servers: price files only
-        if provider_id is None:
+        if provider_id is None and not priced_by_model(r.provider):
             return None
         for model in models:
             key = (provider_id, model)
@@ -136,7 +136,8 @@ def _rule_price(rule: PriceRule, r: CallRecord) -> Price:
     return Price(inp + out, inp, out, "price_file", r.input_tokens * rule.input_mtok / 1e6)
 
 
-def _genai_price(provider_id: str, model: str, r: CallRecord) -> Price | None:
+def _genai_price(provider_id: str | None, model: str, r: CallRecord) -> Price | None:
+    """``provider_id`` ``None``: the model name alone picks the price (``genai-prices:model``)."""
     from genai_prices import Usage, calc_price
 
     usage = Usage(
@@ -159,4 +160,5 @@ def _genai_price(provider_id: str, model: str, r: CallRecord) -> Price | None:
             uncached = float(no_cache.input_price)
         except Exception:
             uncached = float(calc.input_price)
-    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), "genai-prices", uncached)
+    source: CostSource = "genai-prices" if provider_id else "genai-prices:model"
+    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), source, uncached)

@@ -46,11 +46,18 @@ class Mock:
     ca: Path
 
     def requests(self) -> list[dict[str, Any]]:
+        return self._get("/_mock/requests")
+
+    def sockets(self) -> list[dict[str, Any]]:
+        """The WebSockets the mock served: path, headers, and every payload received and sent."""
+        return self._get("/_mock/ws")
+
+    def _get(self, path: str) -> list[dict[str, Any]]:
         import ssl
 
         ctx = ssl.create_default_context(cafile=str(self.ca))
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=10)
-        conn.request("GET", "/_mock/requests")
+        conn.request("GET", path)
         data = json.loads(conn.getresponse().read())
         conn.close()
         return list(data)

@@ -62,7 +62,8 @@ def generate(
 ) -> Iterator[CallRecord]:
     """``steady``: uniform times, constant token counts, no errors — for deterministic baselines."""
     rnd = random.Random(seed)
-    retries = random.Random(seed + 1)  # its own stream: the calls themselves do not change
+    who = random.Random(seed + 1)  # the calling tool and plan: its own draws, the rest stays as it was
+    retries = random.Random(seed + 2)  # the retries' own draws too
     pricer = pricer or Pricer()
     weights = [m[4] for m in MODELS]
     for _ in range(n):
@@ -144,6 +145,7 @@ def generate(
             r.finish_reason, r.finish_reason_raw = "length", "length" if provider == "openai" else "max_tokens"
         elif roll < 0.12 and not embeddings:
             r.finish_reason, r.tool_calls = "tool_calls", 1
+        _caller(r, who)
         _price(r, pricer, regression, end)
         yield r
         if r.outcome == "error" and r.error_type in RETRIED:
@@ -154,6 +156,9 @@ def generate(
                 again = dataclasses.replace(
                     clean, timestamp=t, attempt=attempt, trace_id=secrets.token_hex(16), span_id=secrets.token_hex(8)
                 )
+                for k in ("client_name", "client_version", "billing", "transport", "connection_id"):
+                    setattr(again, k, getattr(r, k))  # the same caller sends it again
+                again.ratelimit_headers = dict(r.ratelimit_headers)
                 failed_again = retries.random() < 0.35
                 if failed_again:
                     again.outcome, again.error_type, again.status_code = "error", r.error_type, r.status_code
@@ -180,6 +185,39 @@ def _price(r: CallRecord, pricer: Pricer, regression: Regression | None, end: fl
         r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
         if r.uncached_input_cost_usd is not None:
             r.uncached_input_cost_usd *= regression.factor
+
+
+def _caller(r: CallRecord, rnd: random.Random) -> None:
+    """Which tool called, who pays, how: SDKs on API keys, coding agents on plans (with the plan
+    windows Anthropic reports in anthropic-ratelimit-unified-*), Responses WebSocket mode."""
+    roll = rnd.random()
+    if r.provider == "anthropic" and roll < 0.35:
+        r.client_name, r.client_version, r.billing = "claude-code", "2.1.126", "subscription"
+        five_h, week = 5 * 3600, 7 * 86400
+        u5, u7 = (r.timestamp % five_h) / five_h, (r.timestamp % week) / week
+        status = "rejected" if u5 > 0.97 else "allowed_warning" if max(u5, u7) > 0.8 else "allowed"
+        r.ratelimit_headers = {
+            "anthropic-ratelimit-unified-status": status,
+            "anthropic-ratelimit-unified-5h-status": "allowed" if u5 <= 0.8 else "allowed_warning",
+            "anthropic-ratelimit-unified-5h-utilization": f"{u5:.2f}",
+            "anthropic-ratelimit-unified-7d-status": "allowed" if u7 <= 0.8 else "allowed_warning",
+            "anthropic-ratelimit-unified-7d-utilization": f"{u7:.2f}",
+            "anthropic-ratelimit-unified-representative-claim": "five_hour" if u5 >= u7 else "seven_day",
+        }
+    elif r.provider == "anthropic":
+        r.client_name, r.client_version, r.billing = "anthropic-python", "0.69.0", "api"
+    elif r.api == "openai.responses" and roll < 0.5:
+        r.client_name, r.client_version, r.billing = "codex", "0.135.0", "subscription"
+        r.transport, r.connection_id = "websocket", f"conn-{rnd.randint(1, 30)}"
+        used = (r.timestamp % (5 * 3600)) / (5 * 3600) * 100
+        r.ratelimit_headers = {
+            "x-codex-primary-used-percent": f"{used:.1f}",
+            "x-codex-primary-window-minutes": "300",
+            "x-codex-secondary-used-percent": f"{(r.timestamp % (7 * 86400)) / (7 * 86400) * 100:.1f}",
+            "x-codex-secondary-window-minutes": "10080",
+        }
+    else:
+        r.client_name, r.client_version, r.billing = "openai-python", "1.109.1", "api"
 
 
 def rows(

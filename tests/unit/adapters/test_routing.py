@@ -120,3 +120,41 @@ def test_every_adapter_declares_routes_and_its_hosts_are_known() -> None:
         assert adapter.routes, f"{adapter.__name__} declares no routes"
     assert provider_for_host("API.OpenAI.com.") == "openai"
     assert provider_for_host("example.com") is None
+
+
+def test_agent_endpoints_and_path_limited_hosts() -> None:
+    from llmtap.adapters import route_ws
+    from llmtap.intercept.routing import Interception
+    from llmtap.providers import is_call_path, is_plan_endpoint
+
+    assert route("POST", "chatgpt.com", "/backend-api/codex/responses", NO_HEADERS).api == "openai.responses"  # type: ignore[union-attr]
+    for path in ("/backend-api/conversation", "/backend-api/codex/tasks", "/", "/backend-api/codex/responses/x"):
+        assert route("POST", "chatgpt.com", path, NO_HEADERS) is None
+        assert not is_call_path("chatgpt.com", path)
+    m = route("POST", "cloudcode-pa.googleapis.com", "/v1internal:streamGenerateContent?alt=sse", NO_HEADERS)
+    assert m is not None and (m.api, m.provider) == ("gemini.generate_content", "gcp.gemini")
+    for method in ("loadCodeAssist", "countTokens", "onboardUser", "retrieveUserQuota"):
+        assert route("POST", "cloudcode-pa.googleapis.com", f"/v1internal:{method}", NO_HEADERS) is None
+    for host in ("api.githubcopilot.com", "api.individual.githubcopilot.com", "api.business.githubcopilot.com"):
+        m = route("POST", host, "/chat/completions", NO_HEADERS)
+        assert m is not None and (m.api, m.provider) == ("openai.chat_completions", "github_copilot")
+        assert is_plan_endpoint(host)
+    assert not is_plan_endpoint("api.openai.com") and is_plan_endpoint("chatgpt.com")
+    decrypted = Interception([])
+    for host in (
+        "chatgpt.com",
+        "cloudcode-pa.googleapis.com",
+        "api.githubcopilot.com",
+        "api.enterprise.githubcopilot.com",
+    ):
+        assert decrypted(host, 443)
+    assert not decrypted("www.chatgpt.com", 443) and not decrypted("githubcopilot.com", 443)
+    ws = route_ws("api.openai.com", "/v1/realtime?model=gpt-realtime", NO_HEADERS)
+    assert ws is not None and (ws.api, ws.model) == ("openai.realtime", "gpt-realtime")
+    ws = route_ws("myres.openai.azure.com", "/openai/realtime?api-version=2025-04-01&deployment=rt", NO_HEADERS)
+    assert ws is not None and (ws.provider, ws.model) == ("azure.ai.openai", "rt")
+    ws = route_ws("api.x.ai", "/v1/responses", NO_HEADERS)
+    assert ws is not None and (ws.api, ws.provider) == ("openai.responses", "x_ai")
+    assert route_ws("chatgpt.com", "/backend-api/codex/responses", NO_HEADERS) is not None
+    assert route_ws("chatgpt.com", "/backend-api/conversation", NO_HEADERS) is None
+    assert route_ws("api.openai.com", "/v1/realtime/translations", NO_HEADERS) is None

@@ -78,3 +78,23 @@ def test_garbage_never_raises_anything_unexpected(data: bytes, cuts: list[int]) 
                 es.feed(p)
             except EventStreamError:
                 es_ok = False  # a corrupt frame stops decoding: the capture layer stops parsing that call
+
+
+def test_websocket_messages_decode_json_and_pass_the_rest() -> None:
+    from llmtap.decode import WSMessageDecoder
+
+    d = WSMessageDecoder(max_bytes=64)
+    assert d.feed(b'{"type":"response.done","x":"caf\xc3\xa9"}') == [
+        ({"type": "response.done", "x": "café"}, '{"type":"response.done","x":"café"}')
+    ]
+    assert d.feed(b"\xff\xfe audio") == [] and d.feed(b"not json") == [] and d.undecodable == 2
+    assert d.feed(b'{"a":"' + b"x" * 100 + b'"}') == [] and d.oversized == 1
+    assert d.flush() == []
+
+
+@given(st.binary(max_size=300))
+def test_websocket_decoder_never_raises(data: bytes) -> None:
+    from llmtap.decode import WSMessageDecoder
+
+    for _, text in WSMessageDecoder().feed(data):
+        assert text.encode() == data  # a decoded message is exactly the bytes it came from

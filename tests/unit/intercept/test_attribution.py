@@ -23,3 +23,35 @@ def test_attribution_headers_and_foreign_session_headers() -> None:
     got = read_attribution([("x-llmtap-feature", "search"), ("helicone-session-id", "h1"), ("x-llmtap-user", "u")])
     assert got == {"feature": "search", "session_id": "h1", "user_id": "u"}
     assert read_attribution([("x-llmtap-session", "mine"), ("x-session-id", "theirs")])["session_id"] == "mine"
+
+
+def test_session_fallbacks_in_the_contract_order_and_helicone_user() -> None:
+    from llmtap.intercept.attribution import FOREIGN_SESSION_HEADERS
+
+    headers = [(h, f"v-{h}") for h in reversed(FOREIGN_SESSION_HEADERS)]  # every one present, order scrambled
+    for expected in FOREIGN_SESSION_HEADERS:
+        assert read_attribution(headers)["session_id"] == f"v-{expected}"
+        headers = [(k, v) for k, v in headers if k != expected]
+    assert FOREIGN_SESSION_HEADERS[:4] == (
+        "x-claude-code-session-id",
+        "helicone-session-id",
+        "x-session-id",
+        "langfuse-session-id",
+    )
+    assert read_attribution([("helicone-user-id", "hu")]) == {"user_id": "hu"}
+    assert read_attribution([("helicone-user-id", "hu"), ("x-llmtap-user", "mine")])["user_id"] == "mine"
+
+
+def test_proxy_user_from_proxy_authorization() -> None:
+    import base64
+
+    from llmtap.intercept.attribution import proxy_user
+
+    def basic(s: bytes) -> str:
+        return "Basic " + base64.b64encode(s).decode()
+
+    assert proxy_user(basic(b"checkout-api:x")) == ("checkout-api", "x")
+    assert proxy_user(basic(b"a%20b%2Fc:x")) == ("a b/c", "x")  # a client that sent it still encoded
+    assert proxy_user(basic(b"only-user")) == ("only-user", "")
+    assert proxy_user(basic(b"bad\x07name:x"))[0] == "badname"
+    assert proxy_user("Bearer abc") == ("", "") and proxy_user("Basic !!") == ("", "") and proxy_user("") == ("", "")

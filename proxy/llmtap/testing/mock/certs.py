@@ -20,6 +20,9 @@ CERT_NAMES = (  # the names on the mock's certificate
     "aiplatform.googleapis.com",
     "*.us-east-1.amazonaws.com",
     "ollama.internal",
+    "chatgpt.com",
+    "*.githubcopilot.com",
+    "api.individual.githubcopilot.com",
     "*.gateway.internal",  # gateways and proxies reached with --intercept (an Azure APIM, a Vertex proxy)
 )
 # Every host the mock stands in for (llmtap run --connect-to HOST:443:127.0.0.1:PORT for each).
@@ -35,6 +38,10 @@ HOSTS = (
     "api.deepseek.com",
     "api.mistral.ai",
     "api.x.ai",
+    "chatgpt.com",
+    "cloudcode-pa.googleapis.com",
+    "api.githubcopilot.com",
+    "api.individual.githubcopilot.com",
 )
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import anthropic, bedrock, gemini, ollama, openai, replay
+from . import agents, anthropic, bedrock, gemini, ollama, openai, replay, websocket
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -84,11 +84,11 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
             reply.delay = float(delay) / 1000.0
         if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
             reply.stamp = True
-        return reply
+        return agents.decorate(host, path, headers, body, reply)
     reply = handler(path, body, scenario or "default")
     if "x-mock-delay-ms" in headers:
         reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
-    return reply
+    return agents.decorate(host, path, headers, body, reply)
 
 
 # -- server -----------------------------------------------------------------------------------------
@@ -97,6 +97,7 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
 class MockServer:
     def __init__(self) -> None:
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
+        self.sockets: deque[websocket.Socket] = deque(maxlen=50)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -109,6 +110,10 @@ class MockServer:
                     if ":" in line:
                         k, v = line.split(":", 1)
                         headers[k.strip().lower()] = v.strip()
+                if headers.get("upgrade", "").lower() == "websocket":
+                    self.requests.append({"method": method, "path": path, "headers": headers, "body": ""})
+                    await websocket.session(reader, writer, head, headers, self.sockets)
+                    return
                 raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 if headers.get("content-encoding") == "gzip":
                     raw = gzip.decompress(raw)
@@ -122,6 +127,8 @@ class MockServer:
                 )
                 if path.startswith("/_mock/requests"):
                     reply = json_reply(200, list(self.requests))
+                elif path.startswith("/_mock/ws"):
+                    reply = json_reply(200, [sock.log() for sock in self.sockets])
                 else:
                     try:
                         body = json.loads(raw) if raw else {}
