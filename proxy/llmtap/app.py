@@ -70,6 +70,9 @@ class RunConfig:
     max_client_connections: int = 4096
     client_header_timeout: float = 30.0
     drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
+    alert_webhook: str = ""
+    alert_interval_s: float = 60.0
+    grafana_url: str = ""
 
 
 class ConfigError(StartupError):
@@ -94,6 +97,19 @@ def real_credentials(spec: str) -> bool:
         return True
     user, sep, password = spec.partition(":")
     return bool(sep and user and password) and spec != "any"
+
+
+def check_alerts(cfg: RunConfig) -> None:
+    if not cfg.alert_webhook:
+        return
+    from .alerts import WebhookError, check_webhook_url
+
+    try:
+        check_webhook_url(cfg.alert_webhook)
+    except WebhookError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.store == "none":
+        raise ConfigError("--alert-webhook evaluates the rules on the store: it needs a store (not --store none)")
 
 
 def check_exposure(cfg: RunConfig) -> None:
@@ -167,7 +183,7 @@ class Sidecar:
     def admin_state(self) -> AdminState:
         token = self.cfg.admin_token or install_token(self.cfg.data_dir)
         auth = AdminAuth(token, explicit=bool(self.cfg.admin_token), allowed_hosts=tuple(self.cfg.admin_allowed_hosts))
-        return AdminState(self.metrics, self.reads(), self.health, auth)
+        return AdminState(self.metrics, self.reads(), self.health, auth, self.cfg.grafana_url)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -196,6 +212,7 @@ def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list
 
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
+    check_alerts(cfg)
     prepare_data_dir(cfg.data_dir)
     lock = DataDirLock(cfg.data_dir)
     lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
@@ -285,6 +302,7 @@ def run(cfg: RunConfig) -> int:
     # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
     sys.setswitchinterval(0.0005)
     admin: AdminServer | None = None
+    alerts = None
     try:
         try:
             admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
@@ -293,6 +311,14 @@ def run(cfg: RunConfig) -> int:
                 f"--admin {cfg.admin[0]}:{cfg.admin[1]}: cannot listen ({e.strerror}): pick a free port with --admin"
             ) from None
         admin.start()
+        reads = sc.reads()
+        if cfg.alert_webhook and reads is not None:
+            from .alerts import AlertThread
+
+            alerts = AlertThread(
+                lambda sql, fmt: reads.run(sql, fmt), cfg.data_dir, cfg.alert_webhook, cfg.alert_interval_s
+            )
+            alerts.start()
         settings = ProxySettings(
             listen=cfg.listen,
             confdir=ca_dir(cfg.data_dir),
@@ -321,6 +347,8 @@ def run(cfg: RunConfig) -> int:
 
         asyncio.run(serve(settings, sc.addon, announce))
     finally:
+        if alerts is not None:
+            alerts.close()
         log.info("shutting down: flushing records")
         sc.pipeline.close()
         if admin is not None:

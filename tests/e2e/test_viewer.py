@@ -155,9 +155,12 @@ def test_variables_range_and_trace_link(browser: Any, seeded_sidecar: Sidecar) -
     page.wait_for_timeout(300)
     wait_rendered(page)
     assert len(requests) >= 2  # re-queried on each change
-    link = page.eval_on_selector(".panel table a", "a => a.getAttribute('href')")
-    assert link.startswith("#llmtap-trace?trace_id=")
-    page.click(".panel table a")
+    link = page.eval_on_selector(".panel table a[href^='#call']", "a => a.getAttribute('href')")
+    assert link.startswith("#call?trace_id=")
+    page.click(".panel table a[href^='#call']")  # a row leads to its call page, the call page to its span
+    page.wait_for_function("() => document.getElementById('page').dataset.state === 'rendered'")
+    assert "anthropic" in page.inner_text("#page")
+    page.click("#page .links a[href^='#llmtap-trace']")
     page.wait_for_function("() => document.getElementById('title').textContent === 'LLM trace'")
     wait_rendered(page)
     trace = panel_states(page)[0]

@@ -118,6 +118,7 @@ FACES = {
         "install_token",
         "read_install_token",
     ],
+    "llmtap.alerts": ["STATE_FILE", "AlertThread", "Evaluator", "Event", "WebhookError", "check_webhook_url"],
     "llmtap.intercept": ["Fingerprinter", "allow_host_patterns", "parse_host_port"],
     "llmtap.cli": ["COMMANDS", "build_parser", "main"],
     "llmtap.testing.mock": [

@@ -261,6 +261,21 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         help="days otel_traces rows are kept, 0 = forever (default)",
     )
     run.add_argument(
+        "--alert-webhook",
+        default=env("alert-webhook", ""),
+        help="POST alerts (the baseline rules, evaluated here) to this URL as Slack-compatible JSON",
+    )
+    run.add_argument(
+        "--alert-interval",
+        default=env("alert-interval", "60s"),
+        help="how often the alert rules are evaluated (default 60s)",
+    )
+    run.add_argument(
+        "--grafana-url",
+        default=env("grafana-url", ""),
+        help="Grafana's base URL: the viewer's call page links to its trace view there",
+    )
+    run.add_argument(
         "--calls-retention-days",
         type=number("--calls-retention-days", int, 0),
         default=env("calls-retention-days", "0"),
@@ -332,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"exit 0 when there is nothing to compare (default: exit {EXIT_NOTHING_TO_COMPARE})",
     )
+
+    from .explain import add_parsers as explain_parsers
+
+    explain_parsers(sub, [logp, adminp, storep])
 
     rp = sub.add_parser(
         "report", parents=[logp, adminp, storep], help="a terminal summary of calls, cost, latency and errors"
