@@ -30,6 +30,7 @@ from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
 from .telemetry import ContentCapture, LogSink, Metrics, MetricsSink, Pricer, load_price_file
+from .telemetry.retries import RetryDetector
 
 log = logging.getLogger("llmtap")
 
@@ -256,7 +257,7 @@ def _assemble(
         from .telemetry.spans import SpanSink, otlp_exporter
 
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
-    enrichers: list[Enricher] = [Pricer(prices)]
+    enrichers: list[Enricher] = [RetryDetector(), Pricer(prices)]
     if cfg.capture_content:
         enrichers.append(ContentCapture())
     pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
