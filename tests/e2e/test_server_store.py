@@ -51,7 +51,7 @@ class Server:
 
     @property
     def via_sidecar(self) -> tuple[str, str]:
-        return ("--admin", f"127.0.0.1:{self.sidecar.admin}")
+        return ("--admin", f"127.0.0.1:{self.sidecar.admin}", "--admin-token", self.sidecar.token)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
     assert r.returncode == 0, r.stderr
     seeded = int(re.search(r"llmtap seed: (\d+) synthetic calls", r.stdout).group(1))  # type: ignore[union-attr]
     sc = start_sidecar(tmp_path_factory.mktemp("server-store") / "data", mock, "--store", store_url)
-    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited")}
+    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited", "mid_stream")}
     try:
         c = openai_client(sc)
         list(
@@ -114,6 +114,15 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
                 model="gpt-4o",
                 messages=[],
                 extra_headers={"x-llmtap-session": sessions["rate_limited"], "x-mock-scenario": "rate_limit_429"},
+            )
+        with pytest.raises(openai.APIError):  # an error after the 200: every error panel has a live row
+            list(
+                c.chat.completions.create(
+                    model="gpt-4o",
+                    messages=[{"role": "user", "content": "hi"}],
+                    stream=True,
+                    extra_headers={"x-llmtap-session": sessions["mid_stream"], "x-mock-scenario": "mid_stream_error"},
+                )
             )
         for sid in sessions.values():
             sc.row(sid, timeout=15)
@@ -161,7 +170,8 @@ def test_check_cost_reads_the_server_store(server: Server) -> None:
 
 
 def _post(sc: Sidecar, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sc.token}"}
+    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), headers)
     return status, json.loads(raw)
 
 

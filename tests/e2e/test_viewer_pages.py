@@ -86,12 +86,11 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
-    r = cli(
-        "explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", "--admin", f"127.0.0.1:{sc.admin}"
-    )
+    admin = ("--admin", f"127.0.0.1:{sc.admin}", "--admin-token", sc.token)
+    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", *admin)
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
-    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--admin", f"127.0.0.1:{sc.admin}").stdout
+    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", *admin).stdout
     page, errors = open_page(browser, sc.admin, "explain?window=24h&baseline=7d&by=model,feature")
     wait_page(page)
     rows = page.eval_on_selector_all(

@@ -4,7 +4,8 @@ It speaks the part of the HTTP interface that clickhouse-connect uses: the query
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
 ``database`` (else the user's default database, per request), ``default_format``, basic or
-X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
+X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``; in the URL, or with the query as
+form fields of a ``multipart/form-data`` or urlencoded body, as clickhouse-connect sends long ones), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
 session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
@@ -54,6 +55,23 @@ _FORMAT_RE = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
 # INSERT ... FORMAT <binary format>, in the query parameter or on the body's first line before the data
 _INPUT_RE = re.compile(r"\binput\(\s*('(?:[^'\\]|\\.)*')\s*\)", re.I)
 _BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*|Native)[ \t]*(?:\r?\n|$)", re.I)
+
+
+def _form_fields(ctype: str, body: bytes) -> dict[str, str]:
+    """The fields of a form body (``query``, ``param_<name>``), as the server reads them."""
+    if ctype.startswith("application/x-www-form-urlencoded"):
+        return dict(parse_qsl(body.decode(), keep_blank_values=True))
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    fields: dict[str, str] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            fields[name] = payload.decode()
+    return fields
 
 
 def main() -> None:
@@ -133,6 +151,10 @@ def main() -> None:
                     {"X-ClickHouse-Exception-Code": "516"},
                 )
                 return
+            ctype = self.headers.get("Content-Type", "")
+            if ctype.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+                params.update(_form_fields(ctype, body))  # the query and its parameters, too long for the URL
+                body = b""
             enc = self.headers.get("Content-Encoding", "")
             if enc == "gzip":
                 body = gzip.decompress(body)
