@@ -203,3 +203,18 @@ def test_every_viewer_panel_and_variable_reads_the_server_store(server: Server) 
     assert n_panels >= 30
     # on a week of history plus live traffic every panel of the main boards has something to show
     assert [e for e in empty if e[0] in ("llmtap-overview", "llmtap-cost", "llmtap-errors", "llmtap-latency")] == []
+
+
+def test_the_viewer_pages_and_explain_read_the_server_store(server: Server) -> None:
+    """The call, session and explain pages of the viewer, through the sidecar, on the server route."""
+    sc, sid = server.sidecar, server.sessions["stream"]
+    trace_id = server.sql(f"SELECT trace_id FROM llm_calls WHERE session_id = '{sid}'")[0]["trace_id"]
+    status, page = _post(sc, "/api/call", {"trace_id": trace_id})
+    assert status == 200, page
+    assert (page["call"]["trace_id"], page["call"]["session_id"], page["call"]["tenant"]) == (trace_id, sid, "acme")
+    status, session = _post(sc, "/api/session", {"session_id": sid})
+    assert status == 200 and [c["trace_id"] for c in session["calls"]] == [trace_id], session
+    status, cost = _post(sc, "/api/explain-cost", {"window": "1h", "baseline": "7d", "by": ["feature"]})
+    assert status == 200 and "summarize" in cost["text"], cost  # the regression the seed planted, in the last hour
+    status, latency = _post(sc, "/api/explain-latency", {"metric": "duration", "quantile": "p95"})
+    assert status == 200 and latency["text"], latency
