@@ -116,11 +116,12 @@ def sidecar_on_seed(seeded: tuple[Path, float]) -> Iterator[Sidecar]:
 
 
 def test_explain_through_the_admin_api(seeded: tuple[Path, float], sidecar_on_seed: Sidecar) -> None:
-    admin = ("--admin", f"127.0.0.1:{sidecar_on_seed.admin}", "--admin-token", sidecar_on_seed.token)
-    r = cli("explain-cost", "--format", "json", *admin)
+    r = cli("explain-cost", "--format", "json", "--admin", f"127.0.0.1:{sidecar_on_seed.admin}",
+            "--admin-token", sidecar_on_seed.token)  # fmt: skip
     assert r.returncode == 0, r.stderr
     check_cost_json(json.loads(r.stdout), seeded[1])
-    r = cli("explain-latency", "--metric", "ttft", "--quantile", "p95", *admin)
+    r = cli("explain-latency", "--metric", "ttft", "--quantile", "p95",
+            "--admin", f"127.0.0.1:{sidecar_on_seed.admin}", "--admin-token", sidecar_on_seed.token)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "TTFT p95" in r.stdout and "api.openai.com" in r.stdout
 

@@ -50,7 +50,7 @@ class Server:
         return [json.loads(line) for line in r.stdout.splitlines()]
 
     @property
-    def via_sidecar(self) -> tuple[str, str]:
+    def via_sidecar(self) -> tuple[str, ...]:
         return ("--admin", f"127.0.0.1:{self.sidecar.admin}", "--admin-token", self.sidecar.token)
 
 

@@ -46,7 +46,7 @@ def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
+def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -55,31 +55,16 @@ def chromium() -> Iterator[Any]:
         b.close()
 
 
-def signed_in(chromium: Any, s: Sidecar) -> Any:
-    """A browser context signed in the way a user is: the link with the install's token (``llmtap demo`` prints
-    one), exchanged for the session cookie."""
-    ctx = chromium.new_context()
-    page = ctx.new_page()
-    page.goto(f"http://127.0.0.1:{s.admin}/#token={s.token}")
-    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged and forgotten
-    page.close()
-    return ctx
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: Any, sc: Sidecar) -> Iterator[Any]:
-    ctx = signed_in(chromium, sc)
-    yield ctx
-    ctx.close()
-
-
-def open_page(browser: Any, admin: int, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
-    page = browser.new_page()
-    page.set_viewport_size({"width": 1500, "height": height})
+def open_page(browser: Any, sc: Sidecar, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
+    """A new browser context signed in as a user is (a link carrying the install's token), then the page."""
+    page = browser.new_page(viewport={"width": 1500, "height": height})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"http://127.0.0.1:{admin}/#{fragment}")
+    page.goto(f"http://127.0.0.1:{sc.admin}/#token={sc.token}")
+    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged for the cookie, forgotten
+    page.goto("about:blank")
+    page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
     return page, errors
 
 
@@ -105,12 +90,33 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
-    admin = ("--admin", f"127.0.0.1:{sc.admin}", "--admin-token", sc.token)
-    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", *admin)
+    r = cli(
+        "explain-cost",
+        "--window",
+        "24h",
+        "--baseline",
+        "7d",
+        "--format",
+        "json",
+        "--admin",
+        f"127.0.0.1:{sc.admin}",
+        "--admin-token",
+        sc.token,
+    )
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
-    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", *admin).stdout
-    page, errors = open_page(browser, sc.admin, "explain?window=24h&baseline=7d&by=model,feature")
+    text = cli(
+        "explain-cost",
+        "--window",
+        "24h",
+        "--baseline",
+        "7d",
+        "--admin",
+        f"127.0.0.1:{sc.admin}",
+        "--admin-token",
+        sc.token,
+    ).stdout
+    page, errors = open_page(browser, sc, "explain?window=24h&baseline=7d&by=model,feature")
     wait_page(page)
     rows = page.eval_on_selector_all(
         "table[data-table=cost] tr[data-driver]",
@@ -146,7 +152,7 @@ def _trace_of_retried_step(sc: Sidecar) -> dict[str, Any]:
 
 def test_call_page_from_the_explorer(browser: Any, sc: Sidecar) -> None:
     call = _trace_of_retried_step(sc)
-    page, errors = open_page(browser, sc.admin, f"llmtap-calls?session={AGENT_SESSION}")
+    page, errors = open_page(browser, sc, f"llmtap-calls?session={AGENT_SESSION}")
     wait_panels(page)
     links = page.eval_on_selector_all(".panel table a[href^='#call']", "as => as.map(a => a.getAttribute('href'))")
     assert f"#call?trace_id={call['trace_id']}" in links  # every row of the explorer leads to its call page
@@ -188,7 +194,7 @@ def test_session_page_adds_up(browser: Any, sc: Sidecar) -> None:
         f"SELECT count() AS n, sum(cost_usd) AS cost, countIf(attempt > 1) AS retries, "
         f"countIf(cache_read_tokens > 0) AS hits FROM llm_calls WHERE session_id = '{AGENT_SESSION}'"
     )[0]
-    page, errors = open_page(browser, sc.admin, f"session?session_id={AGENT_SESSION}")
+    page, errors = open_page(browser, sc, f"session?session_id={AGENT_SESSION}")
     wait_page(page)
     rows = page.eval_on_selector_all(
         "table.session-calls tr[data-trace]", "trs => trs.map(t => [...t.children].map(c => c.textContent))"
@@ -212,7 +218,7 @@ def test_session_page_adds_up(browser: Any, sc: Sidecar) -> None:
 
 
 def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -> None:
-    page, errors = open_page(browser, sc.admin, "llmtap-calls", height=1100)
+    page, errors = open_page(browser, sc, "llmtap-calls", height=1100)
     wait_panels(page)
 
     def column(name: str) -> list[str]:
@@ -264,7 +270,7 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     assert errors == []
     page.close()
     # tooltips: the hovered time in UTC and each series' value with its unit; axes say UTC
-    page, errors = open_page(browser, sc.admin, "llmtap-overview")
+    page, errors = open_page(browser, sc, "llmtap-overview")
     wait_panels(page)
     chart = page.query_selector(".panel[data-type=timeseries] svg")
     assert any(
@@ -281,16 +287,15 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     page.close()
 
 
-def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Path) -> None:
+def test_a_store_that_does_not_answer_is_one_banner(browser: Any, tmp_path: Path) -> None:
     ch = ClickHouseHTTP(tmp_path / "ch", free_port()).start()
     r = cli("seed", "--store", ch.url, "--calls", "2000", "--days", "2")
     assert r.returncode == 0, r.stderr
     s = start_sidecar(tmp_path / "data", None, "--store", ch.url)
-    browser = signed_in(chromium, s)
     try:
         ch.stop()
         t0 = time.monotonic()
-        page, errors = open_page(browser, s.admin, "llmtap-overview")
+        page, errors = open_page(browser, s, "llmtap-overview")
         page.wait_for_selector("#banner:not([hidden])", timeout=15000)
         assert time.monotonic() - t0 < 8
         banner = page.inner_text("#banner")
@@ -312,6 +317,5 @@ def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Pat
         assert [e for e in errors if "503" not in e] == []
         page.close()
     finally:
-        browser.close()
         stop(s.proc)
         ch.stop()

@@ -136,16 +136,14 @@ def run_query(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, st
         payload: dict[str, object] = {"query": sql, "format": fmt}
         if params:
             payload["params"] = params
-        token = admin_token(args)
-        res = _request(src.admin, "POST", "/api/sql", token, json.dumps(payload).encode())
+        res = _request(src.admin, "POST", "/api/sql", admin_token(args), json.dumps(payload).encode())
         if res is None:
             fail(f"--admin {src.admin}: the sidecar stopped answering")
         status, body = res
         if status == 401:
             fail(
-                f"--admin {src.admin}: that sidecar refused {'the' if token else 'to answer without an'} admin token: "
-                "pass its token (--admin-token, or $LLMTAP_ADMIN_TOKEN; a sidecar keeps it in <data-dir>/admin-token) "
-                "or its --data-dir"
+                f"--admin {src.admin}: that sidecar wants its admin token: pass --admin-token TOKEN, or the "
+                "sidecar's --data-dir (its admin-token file is read)"
             )
         if status != 200:
             fail(body.decode(errors="replace").strip())

@@ -3,9 +3,9 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database`` (else the user's default database, per request), ``default_format``, basic or
-X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``; in the URL, or with the query as
-form fields of a ``multipart/form-data`` or urlencoded body, as clickhouse-connect sends long ones), and errors as
+``database`` (else the user's default database, per request), ``default_format``, a ``multipart/form-data``
+body (the query and its parameters as form fields: clickhouse-connect sends large parameters so), basic or
+X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
 session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
@@ -58,9 +58,7 @@ _BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*
 
 
 def _form_fields(ctype: str, body: bytes) -> dict[str, str]:
-    """The fields of a form body (``query``, ``param_<name>``), as the server reads them."""
-    if ctype.startswith("application/x-www-form-urlencoded"):
-        return dict(parse_qsl(body.decode(), keep_blank_values=True))
+    """The fields of a ``multipart/form-data`` body (``query`` and ``param_<name>``), as a server reads them."""
     from email.parser import BytesParser
     from email.policy import HTTP
 
@@ -68,9 +66,9 @@ def _form_fields(ctype: str, body: bytes) -> dict[str, str]:
     fields: dict[str, str] = {}
     for part in msg.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True)
-        if isinstance(name, str) and isinstance(payload, bytes):
-            fields[name] = payload.decode()
+        if isinstance(name, str):
+            payload = part.get_payload(decode=True)
+            fields[name] = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
     return fields
 
 
@@ -151,10 +149,6 @@ def main() -> None:
                     {"X-ClickHouse-Exception-Code": "516"},
                 )
                 return
-            ctype = self.headers.get("Content-Type", "")
-            if ctype.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
-                params.update(_form_fields(ctype, body))  # the query and its parameters, too long for the URL
-                body = b""
             enc = self.headers.get("Content-Encoding", "")
             if enc == "gzip":
                 body = gzip.decompress(body)
@@ -166,6 +160,10 @@ def main() -> None:
                 import lz4.frame
 
                 body = lz4.frame.decompress(body)
+            ctype = self.headers.get("Content-Type", "")
+            if ctype.lower().startswith("multipart/form-data"):  # what clickhouse-connect sends for large params
+                params.update(_form_fields(ctype, body))
+                body = b""
             query = params.get("query", "")
             binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
             data: bytes | memoryview = body
