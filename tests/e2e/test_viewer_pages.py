@@ -15,13 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import CHROMIUM, FLAGS, sign_in
 from helpers import LLMTAP, ClickHouseHTTP, Sidecar, free_port, start_sidecar, stop
 
 from llmtap.testing.scenarios import AGENT_SESSION
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -46,7 +43,7 @@ def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -55,8 +52,17 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+@pytest.fixture(scope="module")
+def browser(chromium: Any, sc: Sidecar) -> Iterator[Any]:
+    """Signed in to the viewer behind its token, the way a user is (a ``#token=`` link → the session cookie)."""
+    ctx = sign_in(chromium, sc)
+    yield ctx
+    ctx.close()
+
+
 def open_page(browser: Any, admin: int, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1500, "height": height})
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1500, "height": height})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -86,12 +92,11 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
-    r = cli(
-        "explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", "--admin", f"127.0.0.1:{sc.admin}"
-    )
+    ask = ("--admin", f"127.0.0.1:{sc.admin}", "--data-dir", str(sc.data_dir))  # the token: <data-dir>/admin-token
+    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", *ask)
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
-    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--admin", f"127.0.0.1:{sc.admin}").stdout
+    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", *ask).stdout
     page, errors = open_page(browser, sc.admin, "explain?window=24h&baseline=7d&by=model,feature")
     wait_page(page)
     rows = page.eval_on_selector_all(
@@ -263,11 +268,12 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     page.close()
 
 
-def test_a_store_that_does_not_answer_is_one_banner(browser: Any, tmp_path: Path) -> None:
+def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Path) -> None:
     ch = ClickHouseHTTP(tmp_path / "ch", free_port()).start()
     r = cli("seed", "--store", ch.url, "--calls", "2000", "--days", "2")
     assert r.returncode == 0, r.stderr
     s = start_sidecar(tmp_path / "data", None, "--store", ch.url)
+    browser = sign_in(chromium, s)
     try:
         ch.stop()
         t0 = time.monotonic()
@@ -292,5 +298,6 @@ def test_a_store_that_does_not_answer_is_one_banner(browser: Any, tmp_path: Path
         assert [e for e in errors if "503" not in e] == []
         page.close()
     finally:
+        browser.close()
         stop(s.proc)
         ch.stop()

@@ -140,6 +140,11 @@ def run_query(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, st
         if res is None:
             fail(f"--admin {src.admin}: the sidecar stopped answering")
         status, body = res
+        if status == 401:
+            fail(
+                f"--admin {src.admin}: the sidecar wants its admin token: pass --data-dir DIR of that sidecar "
+                "(its <data-dir>/admin-token is read) or --admin-token TOKEN (or LLMTAP_ADMIN_TOKEN)"
+            )
         if status != 200:
             fail(body.decode(errors="replace").strip())
         return body
