@@ -4,7 +4,8 @@ It speaks the part of the HTTP interface that clickhouse-connect uses: the query
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
 ``database`` (else the user's default database, per request), ``default_format``, basic or
-X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
+X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``, in the URL or, with the
+query, as ``multipart/form-data`` fields when they are long), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
 session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
@@ -54,6 +55,22 @@ _FORMAT_RE = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
 # INSERT ... FORMAT <binary format>, in the query parameter or on the body's first line before the data
 _INPUT_RE = re.compile(r"\binput\(\s*('(?:[^'\\]|\\.)*')\s*\)", re.I)
 _BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*|Native)[ \t]*(?:\r?\n|$)", re.I)
+
+
+def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body: clickhouse-connect sends the query and its parameters
+    this way when they would make the URL too long (as a ClickHouse server accepts them)."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+    out: dict[str, str] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if isinstance(name, str):
+            payload = part.get_payload(decode=True)
+            out[name] = payload.decode() if isinstance(payload, bytes) else ""
+    return out
 
 
 def main() -> None:
@@ -144,6 +161,9 @@ def main() -> None:
                 import lz4.frame
 
                 body = lz4.frame.decompress(body)
+            if self.headers.get("Content-Type", "").lower().startswith("multipart/form-data"):
+                params.update(_form_fields(self.headers["Content-Type"], body))  # query and param_* as form fields
+                body = b""
             query = params.get("query", "")
             binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
             data: bytes | memoryview = body
