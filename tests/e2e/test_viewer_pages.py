@@ -301,3 +301,35 @@ def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Pat
         browser.close()
         stop(s.proc)
         ch.stop()
+
+
+@pytest.mark.parametrize("fragment", ["explain", f"session?session_id={AGENT_SESSION}", "llmtap-overview"])
+def test_without_the_cookie_the_viewer_asks_for_the_token(chromium: Any, sc: Sidecar, fragment: str) -> None:
+    """Behind the token: a browser without the session cookie sees the login box (on a board or a page), a
+    wrong token is refused, the right one sets an HttpOnly cookie and the page it asked for renders."""
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+        page.wait_for_selector("#login input[type=password]", state="visible", timeout=30000)
+        assert page.eval_on_selector_all(".panel table tr, table[data-table] tr", "t => t.length") == 0  # no data
+        page.fill("#login input", "not-the-token")
+        page.click("#login button")
+        page.wait_for_function("() => document.querySelector('#login .error').textContent === 'Wrong token.'")
+        assert ctx.cookies() == []
+        page.fill("#login input", sc.token)
+        page.click("#login button")
+        if fragment.startswith("llmtap-"):
+            wait_panels(page)
+            assert set(page.eval_on_selector_all(".panel", "ps => ps.map(p => p.dataset.state)")) == {"rendered"}
+        else:
+            wait_page(page)
+        assert page.query_selector("#login") is None
+        cookie = next(c for c in ctx.cookies() if c["name"] == "llmtap_admin")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and sc.token not in cookie["value"]
+        assert page.evaluate("() => document.cookie") == ""  # not readable by scripts
+        assert errors == []
+    finally:
+        ctx.close()
