@@ -234,8 +234,9 @@ def test_a_compressed_stream_arriving_at_once_is_parsed_whole() -> None:
     ]  # fmt: skip
     events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})  # fmt: skip
+    usage = {"prompt_tokens": 31, "completion_tokens": n, "total_tokens": 31 + n}
     events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
-                   "choices": [], "usage": {"prompt_tokens": 31, "completion_tokens": n, "total_tokens": 31 + n}})  # fmt: skip
+                   "choices": [], "usage": usage})  # fmt: skip
     raw = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
     wire = gzip.compress(raw)
     assert len(raw) > 40 * tee.LOOP_STEP and len(raw) < tee.MAX_DEFERRED_STREAM  # inflates far faster than a step
