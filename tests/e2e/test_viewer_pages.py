@@ -93,11 +93,12 @@ def shot(page: Any, name: str) -> None:
 
 def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
     ask = ("--admin", f"127.0.0.1:{sc.admin}", "--data-dir", str(sc.data_dir))  # the token: <data-dir>/admin-token
-    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--format", "json", *ask)
+    end = str(int(time.time()))  # one window for both (calls at its edges would move between two "now"s)
+    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--end", end, "--format", "json", *ask)
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
-    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", *ask).stdout
-    page, errors = open_page(browser, sc.admin, "explain?window=24h&baseline=7d&by=model,feature")
+    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--end", end, *ask).stdout
+    page, errors = open_page(browser, sc.admin, f"explain?window=24h&baseline=7d&by=model,feature&end={end}")
     wait_page(page)
     rows = page.eval_on_selector_all(
         "table[data-table=cost] tr[data-driver]",

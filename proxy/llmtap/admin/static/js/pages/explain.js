@@ -84,6 +84,7 @@ function latencyBlock(res) {
 export async function explainPage(page, params) {
   const q = { window: params.get("window") || "24h", baseline: params.get("baseline") || "7d",
     by: params.get("by") || "model,feature", metric: params.get("metric") || "duration" };
+  if (params.get("end")) q.end = params.get("end");  // a fixed window (unix seconds or ISO), else up to now
   const go = (k) => (v) => { const p = new URLSearchParams({ ...q, [k]: v }); location.hash = `#explain?${p}`; };
   const controls = el("div", { class: "page-controls" });
   controls.append(picker("window", WINDOWS, q.window, go("window")), picker("baseline", BASELINES, q.baseline, go("baseline")),
@@ -91,8 +92,9 @@ export async function explainPage(page, params) {
   const costBox = el("section", { class: "card", "data-section": "cost" }, "…");
   const latBox = el("section", { class: "card", "data-section": "latency" }, "…");
   page.append(controls, el("h2", {}, "Why did cost change?"), costBox, el("h2", {}, "Why is it slow?"), latBox);
-  const cost = api("/api/explain-cost", { window: q.window, baseline: q.baseline, by: q.by.split(",") });
-  const lat = api("/api/explain-latency", { window: q.window, baseline: q.baseline, metric: q.metric, quantile: "p95" });
+  const cost = api("/api/explain-cost", { window: q.window, baseline: q.baseline, end: q.end, by: q.by.split(",") });
+  const lat = api("/api/explain-latency", { window: q.window, baseline: q.baseline, end: q.end, metric: q.metric,
+    quantile: "p95" });
   lat.catch(() => {});  // awaited below; handled even when the cost part ends the page first (the login box)
   try {
     const res = await cost;
