@@ -50,8 +50,8 @@ class Server:
         return [json.loads(line) for line in r.stdout.splitlines()]
 
     @property
-    def via_sidecar(self) -> tuple[str, str]:
-        return ("--admin", f"127.0.0.1:{self.sidecar.admin}")
+    def via_sidecar(self) -> tuple[str, ...]:
+        return ("--admin", f"127.0.0.1:{self.sidecar.admin}", "--admin-token", self.sidecar.token)
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,8 @@ def test_check_cost_reads_the_server_store(server: Server) -> None:
 
 
 def _post(sc: Sidecar, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sc.token}"}
+    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), headers)
     return status, json.loads(raw)
 
 

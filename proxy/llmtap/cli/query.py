@@ -142,8 +142,8 @@ def run_query(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, st
         status, body = res
         if status == 401:
             fail(
-                f"--admin {src.admin}: the sidecar wants its admin token: pass --data-dir DIR of that sidecar "
-                "(its <data-dir>/admin-token is read) or --admin-token TOKEN (or LLMTAP_ADMIN_TOKEN)"
+                f"--admin {src.admin}: that sidecar wants its admin token: pass --admin-token TOKEN, or the "
+                "sidecar's --data-dir (its admin-token file is read)"
             )
         if status != 200:
             fail(body.decode(errors="replace").strip())

@@ -3,9 +3,9 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database`` (else the user's default database, per request), ``default_format``, basic or
-X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``, in the URL or, with the
-query, as ``multipart/form-data`` fields when they are long), and errors as
+``database`` (else the user's default database, per request), ``default_format``, a ``multipart/form-data``
+body (the query and its parameters as form fields: clickhouse-connect sends large parameters so), basic or
+X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
 session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
@@ -57,20 +57,19 @@ _INPUT_RE = re.compile(r"\binput\(\s*('(?:[^'\\]|\\.)*')\s*\)", re.I)
 _BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*|Native)[ \t]*(?:\r?\n|$)", re.I)
 
 
-def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
-    """The fields of a ``multipart/form-data`` body: clickhouse-connect sends the query and its parameters
-    this way when they would make the URL too long (as a ClickHouse server accepts them)."""
+def _form_fields(ctype: str, body: bytes) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body (``query`` and ``param_<name>``), as a server reads them."""
     from email.parser import BytesParser
     from email.policy import HTTP
 
-    msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
-    out: dict[str, str] = {}
+    msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    fields: dict[str, str] = {}
     for part in msg.iter_parts():
         name = part.get_param("name", header="content-disposition")
         if isinstance(name, str):
             payload = part.get_payload(decode=True)
-            out[name] = payload.decode() if isinstance(payload, bytes) else ""
-    return out
+            fields[name] = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+    return fields
 
 
 def main() -> None:
@@ -161,8 +160,9 @@ def main() -> None:
                 import lz4.frame
 
                 body = lz4.frame.decompress(body)
-            if self.headers.get("Content-Type", "").lower().startswith("multipart/form-data"):
-                params.update(_form_fields(self.headers["Content-Type"], body))  # query and param_* as form fields
+            ctype = self.headers.get("Content-Type", "")
+            if ctype.lower().startswith("multipart/form-data"):  # what clickhouse-connect sends for large params
+                params.update(_form_fields(ctype, body))
                 body = b""
             query = params.get("query", "")
             binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
