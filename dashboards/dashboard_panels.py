@@ -6,6 +6,7 @@ from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, F, T, W, custom_var
 
 from llmtap.admin.explain_sql import explain_cost_sql
 from llmtap.admin.latency_sql import explain_latency_sql
+from llmtap.admin.queries import cache_misses_sql, failed_attempts_sql, unpriced_models_sql
 
 # The explain panels: the dashboard's time range is the window, the baseline a variable.
 BASELINE = custom_var("baseline", ["7d", "previous"], "baseline", include_all=False)
@@ -211,6 +212,23 @@ ORDER BY cost_usd DESC LIMIT 20""",
         "Spend by API key",
         f"""SELECT api_key_id, provider, count() AS calls, round(sum(cost_usd), 4) AS cost_usd
 FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    b.table(
+        "Unpriced models",
+        unpriced_models_sql(W),
+        description="Models with usage but no known price, and their call count: add them to a price file (--prices)",
+    )
+    b.table(
+        "Spend and time on failed attempts",
+        failed_attempts_sql(W),
+        description="Retried requests (attempt > 1): what their failed attempts cost and how long they took. "
+        "quota_429_retried_more_than_once: quota 429s retried again and again, which never helps",
+        w=24,
+    )
+    b.table(
+        "Cache misses by reason, and their cost",
+        cache_misses_sql(W),
+        description="Prompt-cache misses (cache_miss_reason) and what each cost over a warm cache",
     )
     return b
 

@@ -20,16 +20,27 @@ from typing import Any
 from . import __version__
 from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
+from .capture.batch import BatchExpander
+from .durations import parse_duration
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
-from .pipeline import Enricher, Pipeline, RecordSink
+from .pipeline import Enricher, Expander, Pipeline, RecordSink
 from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
-from .telemetry import ContentCapture, LogSink, Metrics, MetricsSink, Pricer, load_price_file
+from .telemetry import (
+    CacheMissAnalyzer,
+    ContentCapture,
+    LogSink,
+    Metrics,
+    MetricsSink,
+    Pricer,
+    RetryDetector,
+    load_price_file,
+)
 
 log = logging.getLogger("llmtap")
 
@@ -184,6 +195,21 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
     return faults.adapter_factory(), faults.sinks()
 
 
+def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list[Enricher], list[Expander]]:
+    """What the worker adds to each record: a batch download's items, the price, retries, cache misses,
+    content. ``LLMTAP_TEST_CACHE_TTL`` (tests only: a duration) stands for the providers' 5-minute cache
+    TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
+    pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
+    cache = CacheMissAnalyzer(pricer.cache_read_saving)
+    if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
+        cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
+        cache.ttl_1h_s = cache.ttl_5m_s * 12
+    enrichers: list[Enricher] = [pricer, RetryDetector(), cache]
+    if cfg.capture_content:
+        enrichers.append(ContentCapture())
+    return enrichers, [BatchExpander()]
+
+
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
     check_alerts(cfg)
@@ -256,10 +282,8 @@ def _assemble(
         from .telemetry.spans import SpanSink, otlp_exporter
 
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
-    enrichers: list[Enricher] = [Pricer(prices)]
-    if cfg.capture_content:
-        enrichers.append(ContentCapture())
-    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
+    enrichers, expanders = _analysis(cfg, metrics, prices)
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
         pipeline,

@@ -287,3 +287,65 @@ def report_sql(since_s: int) -> dict[str, str]:
         "errors": f"""SELECT provider, error_type, count() AS calls, countIf(mid_stream_error) AS mid_stream
         FROM llm_calls WHERE {rng} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 20""",
     }
+
+
+# -- cost truth (#15): the cost page's panels and ``llmtap reconcile`` ------------------------------
+
+
+def unpriced_models_sql(where: str) -> str:
+    """Models whose calls have usage but no price (genai-prices does not know them, no price file
+    rule matches), with their call count: what a price file should add."""
+    return f"""SELECT provider, request_model AS model, response_model, count() AS calls,
+    sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
+FROM llm_calls WHERE {where} AND cost_usd IS NULL AND usage_source != 'none'
+GROUP BY provider, model, response_model ORDER BY calls DESC LIMIT 50"""
+
+
+def failed_attempts_sql(where: str) -> str:
+    """Spend and time on failed attempts that were retried, per provider, model and error type.
+
+    A retry chain is the calls of one ``(request_hash, api_key_id)`` of which one has ``attempt > 1``
+    (the contract's retry); its failed attempts are its calls with ``outcome != 'ok'``. A quota-type
+    429 retried more than once (a chain reaching attempt 3 or more over a quota error) is counted
+    apart in ``quota_429_retried_more_than_once``: retrying an exhausted quota never helps."""
+    return f"""WITH chains AS (
+    SELECT provider, request_model AS model, request_hash, api_key_id, max(attempt) AS attempts,
+        anyIf(error_type, outcome != 'ok') AS chain_error,
+        countIf(outcome != 'ok') AS failed,
+        sumIf(ifNull(cost_usd, 0), outcome != 'ok') AS failed_usd,
+        sumIf(duration_ms, outcome != 'ok') AS failed_ms,
+        countIf(status_code = 429 AND error_type = 'quota_exhausted') AS quota_429s,
+        max(outcome = 'ok' AND attempt > 1) AS recovered
+    FROM llm_calls
+    WHERE {where} AND request_hash != '' AND (request_hash, api_key_id) IN (
+        SELECT request_hash, api_key_id FROM llm_calls WHERE {where} AND attempt > 1)
+    GROUP BY provider, model, request_hash, api_key_id
+)
+SELECT provider, model, chain_error AS error_type, count() AS retry_chains, sum(failed) AS failed_attempts,
+    round(sum(failed_usd), 6) AS failed_spend_usd, round(sum(failed_ms) / 1000, 3) AS failed_time_s,
+    max(attempts) AS max_attempt, sum(recovered) AS recovered_chains,
+    countIf(quota_429s > 0 AND attempts >= 3) AS quota_429_retried_more_than_once
+FROM chains GROUP BY provider, model, chain_error
+ORDER BY quota_429_retried_more_than_once DESC, failed_time_s DESC LIMIT 50"""
+
+
+def cache_misses_sql(where: str) -> str:
+    """Prompt-cache misses by reason (``cache_miss_reason``) and what they cost over a warm cache."""
+    return f"""SELECT cache_miss_reason AS reason, count() AS misses,
+    round(sum(ifNull(cache_miss_cost_usd, 0)), 6) AS miss_cost_usd,
+    round(sum(cost_usd), 6) AS calls_cost_usd
+FROM llm_calls WHERE {where} AND cache_miss_reason != ''
+GROUP BY reason ORDER BY miss_cost_usd DESC"""
+
+
+def tracked_cost_sql(provider_names: tuple[str, ...], start: float, end: float) -> str:
+    """``llmtap reconcile``: what llmtap tracked per UTC day and model in ``[start, end)`` for the
+    providers named (API and batch calls; a plan's calls are not billed per token)."""
+    names = ", ".join("'" + p.replace("\\", "").replace("'", "") + "'" for p in provider_names)
+    return f"""SELECT toString(toDate(timestamp, 'UTC')) AS day,
+    if(response_model != '', response_model, request_model) AS model,
+    count() AS calls, sum(ifNull(cost_usd, 0)) AS tracked_usd
+FROM llm_calls
+WHERE timestamp >= toDateTime64({float(start):.3f}, 6) AND timestamp < toDateTime64({float(end):.3f}, 6)
+    AND provider IN ({names}) AND usage_source != 'none' AND billing != 'subscription'
+GROUP BY day, model ORDER BY day, model"""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..startup import StartupError
 from ..telemetry.logs import setup_logging
-from . import execcmd, explain, query, tools
+from . import execcmd, explain, query, reconcile, tools
 from .parser import UsageError, build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -20,6 +20,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check-cost": query.cmd_check_cost,
     "explain-cost": explain.cmd_explain_cost,
     "explain-latency": explain.cmd_explain_latency,
+    "reconcile": reconcile.cmd_reconcile,
     "schema": tools.cmd_schema,
     "ca": tools.cmd_ca,
     "env": tools.cmd_env,

@@ -357,6 +357,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--since", default="24h", help="time range back from now (e.g. 1h, 7d)")
 
+    rc = sub.add_parser(
+        "reconcile",
+        parents=[logp, adminp, storep],
+        help="tracked cost vs the provider's cost report, per day and model (exit 1 below --min-capture)",
+    )
+    from .reconcile import add_arguments as reconcile_arguments
+
+    reconcile_arguments(rc)
+
     dm = sub.add_parser("demo", parents=[logp], help="mock provider + sidecar + live traffic: filled dashboards")
     demo.add_arguments(dm)
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..record import CallRecord, ErrorType
+from ..record import CacheMissReason, CallRecord, ErrorType
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
 
@@ -76,6 +76,11 @@ class LinearPrices:
         p = self.pricer.price(probe)
         return None if p is None else (p.input, p.output)
 
+    def cache_read_saving(self, r: CallRecord, tokens: int) -> float | None:
+        """What ``tokens`` would have cost less read from the cache (after :meth:`apply` saw the model)."""
+        rates = self._rates.get((r.provider, r.request_model, r.response_model))
+        return None if rates is None else tokens * (rates[0] - rates[1])
+
     def apply(self, r: CallRecord) -> None:
         if r.cost_usd is not None or r.usage_source == "none":
             return
@@ -123,6 +128,7 @@ def generate(
     rnd = random.Random(seed)
     who = random.Random(seed + 1)  # the calling tool and plan: its own draws, the rest stays as it was
     retries = random.Random(seed + 2)  # the retries' own draws too
+    dims = random.Random(seed + 3)  # the cost dimensions (unpriced models, cache misses): their own too
     prices = LinearPrices(pricer or Pricer())
     weights = [m[4] for m in MODELS]
     for _ in range(n):
@@ -183,6 +189,7 @@ def generate(
             r.duration_ms = r.ttfb_ms + (ttft_base + out * 12) * slow
         r.finish_reason, r.finish_reason_raw = ("", "") if embeddings else ("stop", "stop")
         roll = 1.0 if steady else rnd.random()
+        _unpriced(r, dims, steady)
         clean = dataclasses.replace(r, extra={}, gaps_s=[])  # the call as it succeeds, for its retry
         if roll < 0.06:
             etype, status, code = rnd.choice(ERRORS)
@@ -205,6 +212,7 @@ def generate(
             r.finish_reason, r.tool_calls = "tool_calls", 1
         _caller(r, who)
         _price(r, prices, regression, end)
+        _cache_miss(r, dims, prices, steady)
         yield r
         if r.outcome == "error" and r.error_type in RETRIED:
             # a client that retries: the same request (same hash, same key) after its backoff, until it works
@@ -243,6 +251,34 @@ def _price(r: CallRecord, prices: LinearPrices, regression: Regression | None, e
         r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
         if r.uncached_input_cost_usd is not None:
             r.uncached_input_cost_usd *= regression.factor
+
+
+def _unpriced(r: CallRecord, rnd: random.Random, steady: bool) -> None:
+    """A model no price source knows (0.5% of chat calls): the cost page lists it with its call count."""
+    if not steady and r.operation == "chat" and rnd.random() < 0.005:
+        r.request_model = r.response_model = "ft:internal-preview-" + ("a" if r.provider == "openai" else "b")
+
+
+_MISSES: tuple[CacheMissReason, ...] = (
+    "tools_changed",
+    "system_changed",
+    "history_changed",
+    "ttl_expired",
+    "model_changed",
+    "unknown",
+)
+
+
+def _cache_miss(r: CallRecord, rnd: random.Random, prices: LinearPrices, steady: bool) -> None:
+    """Anthropic calls that write the cache: a first call or a miss (a reason, priced as the
+    forensics price it); the others of a caching session: hits."""
+    if steady or r.provider != "anthropic" or r.outcome != "ok":
+        return
+    if r.cache_write_tokens:
+        r.cache_miss_reason = "first_call" if rnd.random() < 0.3 else rnd.choice(_MISSES)
+        r.cache_miss_cost_usd = prices.cache_read_saving(r, r.cache_write_tokens)
+    elif r.cache_read_tokens:
+        r.cache_miss_cost_usd = 0.0
 
 
 def _caller(r: CallRecord, rnd: random.Random) -> None:
