@@ -116,14 +116,16 @@ def sidecar_on_seed(seeded: tuple[Path, float]) -> Iterator[Sidecar]:
 
 
 def test_explain_through_the_admin_api(seeded: tuple[Path, float], sidecar_on_seed: Sidecar) -> None:
-    r = cli("explain-cost", "--format", "json", "--admin", f"127.0.0.1:{sidecar_on_seed.admin}",
-            "--admin-token", sidecar_on_seed.token)  # fmt: skip
+    admin = ("--admin", f"127.0.0.1:{sidecar_on_seed.admin}")
+    r = cli("explain-cost", "--format", "json", *admin, "--data-dir", str(seeded[0]))  # the install's token
     assert r.returncode == 0, r.stderr
     check_cost_json(json.loads(r.stdout), seeded[1])
-    r = cli("explain-latency", "--metric", "ttft", "--quantile", "p95",
-            "--admin", f"127.0.0.1:{sidecar_on_seed.admin}", "--admin-token", sidecar_on_seed.token)  # fmt: skip
+    r = cli("explain-latency", "--metric", "ttft", "--quantile", "p95", *admin, "--admin-token", sidecar_on_seed.token)
     assert r.returncode == 0, r.stderr
     assert "TTFT p95" in r.stdout and "api.openai.com" in r.stdout
+    r = cli("explain-cost", *admin, "--admin-token", "wrong")  # without the token: one line saying where it is
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "admin token" in r.stderr and "--data-dir" in r.stderr and "--admin-token" in r.stderr
 
 
 def test_explain_from_a_clickhouse_server_store(tmp_path: Path) -> None:

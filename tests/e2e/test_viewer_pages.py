@@ -15,13 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import CHROMIUM, FLAGS, sign_in
 from helpers import LLMTAP, ClickHouseHTTP, Sidecar, free_port, start_sidecar, stop
 
 from llmtap.testing.scenarios import AGENT_SESSION
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -46,7 +43,7 @@ def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -55,16 +52,21 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def open_page(browser: Any, sc: Sidecar, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
-    """A new browser context signed in as a user is (a link carrying the install's token), then the page."""
-    page = browser.new_page(viewport={"width": 1500, "height": height})
+@pytest.fixture(scope="module")
+def browser(chromium: Any, sc: Sidecar) -> Iterator[Any]:
+    """Signed in to the viewer behind its token, the way a user is (a ``#token=`` link → the session cookie)."""
+    ctx = sign_in(chromium, sc)
+    yield ctx
+    ctx.close()
+
+
+def open_page(browser: Any, admin: int, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1500, "height": height})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"http://127.0.0.1:{sc.admin}/#token={sc.token}")
-    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged for the cookie, forgotten
-    page.goto("about:blank")
-    page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+    page.goto(f"http://127.0.0.1:{admin}/#{fragment}")
     return page, errors
 
 
@@ -90,33 +92,13 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
-    r = cli(
-        "explain-cost",
-        "--window",
-        "24h",
-        "--baseline",
-        "7d",
-        "--format",
-        "json",
-        "--admin",
-        f"127.0.0.1:{sc.admin}",
-        "--admin-token",
-        sc.token,
-    )
+    ask = ("--admin", f"127.0.0.1:{sc.admin}", "--data-dir", str(sc.data_dir))  # the token: <data-dir>/admin-token
+    end = str(int(time.time()))  # one window for both (calls at its edges would move between two "now"s)
+    r = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--end", end, "--format", "json", *ask)
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
-    text = cli(
-        "explain-cost",
-        "--window",
-        "24h",
-        "--baseline",
-        "7d",
-        "--admin",
-        f"127.0.0.1:{sc.admin}",
-        "--admin-token",
-        sc.token,
-    ).stdout
-    page, errors = open_page(browser, sc, "explain?window=24h&baseline=7d&by=model,feature")
+    text = cli("explain-cost", "--window", "24h", "--baseline", "7d", "--end", end, *ask).stdout
+    page, errors = open_page(browser, sc.admin, f"explain?window=24h&baseline=7d&by=model,feature&end={end}")
     wait_page(page)
     rows = page.eval_on_selector_all(
         "table[data-table=cost] tr[data-driver]",
@@ -152,7 +134,7 @@ def _trace_of_retried_step(sc: Sidecar) -> dict[str, Any]:
 
 def test_call_page_from_the_explorer(browser: Any, sc: Sidecar) -> None:
     call = _trace_of_retried_step(sc)
-    page, errors = open_page(browser, sc, f"llmtap-calls?session={AGENT_SESSION}")
+    page, errors = open_page(browser, sc.admin, f"llmtap-calls?session={AGENT_SESSION}")
     wait_panels(page)
     links = page.eval_on_selector_all(".panel table a[href^='#call']", "as => as.map(a => a.getAttribute('href'))")
     assert f"#call?trace_id={call['trace_id']}" in links  # every row of the explorer leads to its call page
@@ -194,7 +176,7 @@ def test_session_page_adds_up(browser: Any, sc: Sidecar) -> None:
         f"SELECT count() AS n, sum(cost_usd) AS cost, countIf(attempt > 1) AS retries, "
         f"countIf(cache_read_tokens > 0) AS hits FROM llm_calls WHERE session_id = '{AGENT_SESSION}'"
     )[0]
-    page, errors = open_page(browser, sc, f"session?session_id={AGENT_SESSION}")
+    page, errors = open_page(browser, sc.admin, f"session?session_id={AGENT_SESSION}")
     wait_page(page)
     rows = page.eval_on_selector_all(
         "table.session-calls tr[data-trace]", "trs => trs.map(t => [...t.children].map(c => c.textContent))"
@@ -218,7 +200,7 @@ def test_session_page_adds_up(browser: Any, sc: Sidecar) -> None:
 
 
 def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -> None:
-    page, errors = open_page(browser, sc, "llmtap-calls", height=1100)
+    page, errors = open_page(browser, sc.admin, "llmtap-calls", height=1100)
     wait_panels(page)
 
     def column(name: str) -> list[str]:
@@ -270,7 +252,7 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     assert errors == []
     page.close()
     # tooltips: the hovered time in UTC and each series' value with its unit; axes say UTC
-    page, errors = open_page(browser, sc, "llmtap-overview")
+    page, errors = open_page(browser, sc.admin, "llmtap-overview")
     wait_panels(page)
     chart = page.query_selector(".panel[data-type=timeseries] svg")
     assert any(
@@ -287,15 +269,16 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     page.close()
 
 
-def test_a_store_that_does_not_answer_is_one_banner(browser: Any, tmp_path: Path) -> None:
+def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Path) -> None:
     ch = ClickHouseHTTP(tmp_path / "ch", free_port()).start()
     r = cli("seed", "--store", ch.url, "--calls", "2000", "--days", "2")
     assert r.returncode == 0, r.stderr
     s = start_sidecar(tmp_path / "data", None, "--store", ch.url)
+    browser = sign_in(chromium, s)
     try:
         ch.stop()
         t0 = time.monotonic()
-        page, errors = open_page(browser, s, "llmtap-overview")
+        page, errors = open_page(browser, s.admin, "llmtap-overview")
         page.wait_for_selector("#banner:not([hidden])", timeout=15000)
         assert time.monotonic() - t0 < 8
         banner = page.inner_text("#banner")
@@ -317,5 +300,38 @@ def test_a_store_that_does_not_answer_is_one_banner(browser: Any, tmp_path: Path
         assert [e for e in errors if "503" not in e] == []
         page.close()
     finally:
+        browser.close()
         stop(s.proc)
         ch.stop()
+
+
+@pytest.mark.parametrize("fragment", ["explain", f"session?session_id={AGENT_SESSION}", "llmtap-overview"])
+def test_without_the_cookie_the_viewer_asks_for_the_token(chromium: Any, sc: Sidecar, fragment: str) -> None:
+    """Behind the token: a browser without the session cookie sees the login box (on a board or a page), a
+    wrong token is refused, the right one sets an HttpOnly cookie and the page it asked for renders."""
+    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+        page.wait_for_selector("#login input[type=password]", state="visible", timeout=30000)
+        assert page.eval_on_selector_all(".panel table tr, table[data-table] tr", "t => t.length") == 0  # no data
+        page.fill("#login input", "not-the-token")
+        page.click("#login button")
+        page.wait_for_function("() => document.querySelector('#login .error').textContent === 'Wrong token.'")
+        assert ctx.cookies() == []
+        page.fill("#login input", sc.token)
+        page.click("#login button")
+        if fragment.startswith("llmtap-"):
+            wait_panels(page)
+            assert set(page.eval_on_selector_all(".panel", "ps => ps.map(p => p.dataset.state)")) == {"rendered"}
+        else:
+            wait_page(page)
+        assert page.query_selector("#login") is None
+        cookie = next(c for c in ctx.cookies() if c["name"] == "llmtap_admin")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and sc.token not in cookie["value"]
+        assert page.evaluate("() => document.cookie") == ""  # not readable by scripts
+        assert errors == []
+    finally:
+        ctx.close()

@@ -75,15 +75,18 @@ def parse_end(text: str | None) -> float | None:
     """``--end``: unix seconds or an ISO-8601 time (UTC unless it says otherwise)."""
     if not text:
         return None
+    bad = ExplainError(f"--end takes unix seconds or an ISO time like 2025-06-01T18:00; got {text!r}")
     try:
-        return float(text)
+        t = float(text)
     except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ExplainError(f"--end takes unix seconds or an ISO time like 2025-06-01T18:00; got {text!r}") from None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+        try:
+            dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise bad from None
+        t = (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+    if not 0 < t < 1e11:  # also NaN and infinities
+        raise bad
+    return t
 
 
 def iso(t: float) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 QueryFn = Callable[[str, str, dict[str, str]], bytes]  # (sql, format, params) → body
 ID_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+MAX_SESSION_ID = 256  # what capture keeps of a session header (intercept/attribution.py)
 MAX_SESSION_CALLS = 2000
 
 CALL_SQL = "SELECT * FROM llm_calls WHERE trace_id = {trace_id:String} ORDER BY timestamp LIMIT 1"
@@ -44,6 +45,13 @@ class PageError(ValueError):
 def _id(value: Any, what: str) -> str:
     if not isinstance(value, str) or not ID_RE.match(value):
         raise PageError(f"{what} must be 1-200 letters, digits or _.:-")
+    return value
+
+
+def _session_id(value: Any) -> str:
+    """Any text an app sent as its session (a bound parameter, so quotes and markup are just characters)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_SESSION_ID or not value.isprintable():
+        raise PageError(f"session_id must be 1-{MAX_SESSION_ID} printable characters")
     return value
 
 
@@ -98,7 +106,7 @@ def _around(rows: list[dict[str, Any]], trace_id: str, n: int = 10) -> list[dict
 
 
 def session_page(query: QueryFn, req: dict[str, Any]) -> dict[str, Any]:
-    session_id = _id(req.get("session_id"), "session_id")
+    session_id = _session_id(req.get("session_id"))
     rows = _rows(query, SESSION_SQL, {"session_id": session_id})
     if not rows:
         raise PageError(f"no calls in session {session_id}")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .explain import ExplainError, Periods, cost_text, explain_cost
+from .explain import ExplainError, Periods, cost_text, explain_cost, parse_end
 from .explain_latency import explain_latency, latency_text
 from .pages import PageError, call_page, session_page
 
@@ -94,10 +94,12 @@ class StoreProbe:
 
 
 def _periods(req: dict[str, Any]) -> Periods:
-    window, baseline = req.get("window", "24h"), req.get("baseline", "7d")
+    window, baseline, end = req.get("window", "24h"), req.get("baseline", "7d"), req.get("end")
     if not isinstance(window, str) or not isinstance(baseline, str):
         raise ExplainError("window and baseline are strings like 24h and 7d")
-    return Periods.parse(window, baseline)
+    if end is not None and (isinstance(end, bool) or not isinstance(end, (int, float, str))):
+        raise ExplainError("end takes unix seconds or an ISO time")
+    return Periods.parse(window, baseline, parse_end(str(end)) if end not in (None, "") else None)
 
 
 def _rows(query: QueryFn) -> Callable[[str], list[dict[str, Any]]]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, StartupError) as e:
         print(f"llmtap {args.command}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `llmtap ... | head`: the reader went away, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

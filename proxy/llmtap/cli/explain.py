@@ -10,7 +10,7 @@ from typing import Any
 
 from ..admin.explain import ExplainError, Periods, RowsFn, cost_text, explain_cost, parse_end
 from ..admin.explain_latency import explain_latency, latency_text
-from .parser import GROUP_CHOICES
+from .parser import GROUP_CHOICES, UsageError
 from .query import query_rows
 
 
@@ -25,7 +25,7 @@ def _rows(args: argparse.Namespace) -> RowsFn:
     def rows(sql: str) -> list[dict[str, Any]]:
         try:
             return query_rows(args, sql)
-        except SystemExit:
+        except (SystemExit, UsageError):  # already one line that says what to do
             raise
         except Exception as e:  # the store's own error, on one line
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -123,6 +123,21 @@ def test_ids_are_checked_and_bound(inproc_store: ChdbBackend, bad: Any) -> None:
         session_page(query(inproc_store), {"session_id": bad})
 
 
+def test_a_session_id_is_any_text_an_app_sent_and_bound(inproc_store: ChdbBackend) -> None:
+    """Session ids come from headers (up to 256 characters of anything): quotes, spaces and markup select
+    exactly that session, because the id is a bound parameter, not SQL."""
+    odd = [f"team/run 1 '{T}'", f"x' OR 1=1 -- {T}", f"<img src=x onerror=alert(1)> {T}"]
+    recs = [call(T + i, session_id=sid) for i, sid in enumerate(odd)]
+    inproc_store.insert_spans([otel_traces_row(r) for r in recs], f"odd-sessions-{T}")
+    for sid, rec in zip(odd, recs, strict=True):
+        page = session_page(query(inproc_store), {"session_id": sid})
+        assert [c["trace_id"] for c in page["calls"]] == [rec.trace_id]
+    with pytest.raises(PageError, match="no calls in session"):
+        session_page(query(inproc_store), {"session_id": "' OR 1=1 --"})
+    with pytest.raises(PageError):
+        session_page(query(inproc_store), {"session_id": "a\nb"})
+
+
 def test_unknown_ids(inproc_store: ChdbBackend) -> None:
     with pytest.raises(PageError, match="no call"):
         call_page(query(inproc_store), {"trace_id": "f" * 32})

@@ -70,3 +70,25 @@ def test_handle_statuses() -> None:
     assert code == 400
     code, body = handle("/api/session", refused, ["not", "an", "object"])
     assert code == 400
+
+
+@pytest.mark.parametrize("end", ["nan", "inf", "-1", True, ["1"], {"a": 1}, "yesterday", "1e20"])
+def test_a_bad_end_is_a_400_before_any_query(end: object) -> None:
+    def never(sql: str, fmt: str, params: dict[str, str]) -> bytes:
+        raise AssertionError("no query for a bad request")
+
+    for path in ("/api/explain-cost", "/api/explain-latency"):
+        code, body = handle(path, never, {"window": "24h", "baseline": "7d", "end": end})
+        assert code == 400 and "end" in body["error"], body
+
+
+def test_an_end_fixes_the_window() -> None:
+    seen: list[str] = []
+
+    def q(sql: str, fmt: str, params: dict[str, str]) -> bytes:
+        seen.append(sql)
+        return b""
+
+    code, body = handle("/api/explain-cost", q, {"window": "24h", "baseline": "7d", "end": 1764590400})
+    assert code == 200 and body["window"]["to"] == "2025-12-01T12:00:00Z"
+    assert "toDateTime64(1764590400" in seen[0]

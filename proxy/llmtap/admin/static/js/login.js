@@ -13,7 +13,10 @@ export function showLogin(message) {
     ev.preventDefault();
     try { await login(input.value.trim()); location.reload(); } catch (e) { err.textContent = "Wrong token."; }
   });
+  $("page").hidden = true;  // a page (explain, call, session) asked: the box takes its place
+  $("grid").hidden = false;
   $("grid").replaceChildren(box);
+  input.focus();
 }
 
 export async function tokenFromLink() {

@@ -1,7 +1,7 @@
 // "Why did cost change? Why is it slow?": the explain analyses for a window and its baseline, the same
 // numbers as `llmtap explain-cost` / `explain-latency` (the server runs the same SQL and the same formatting).
 import { el, exact, fmt, usd } from "../dom.js";
-import { api } from "../api.js";
+import { api, NeedLogin } from "../api.js";
 
 const WINDOWS = ["1h", "6h", "24h"];
 const BASELINES = [["7d", "same window, previous 7 days"], ["1d", "same window, yesterday"], ["previous", "the window before"]];
@@ -84,6 +84,7 @@ function latencyBlock(res) {
 export async function explainPage(page, params) {
   const q = { window: params.get("window") || "24h", baseline: params.get("baseline") || "7d",
     by: params.get("by") || "model,feature", metric: params.get("metric") || "duration" };
+  if (params.get("end")) q.end = params.get("end");  // a fixed window (unix seconds or ISO), else up to now
   const go = (k) => (v) => { const p = new URLSearchParams({ ...q, [k]: v }); location.hash = `#explain?${p}`; };
   const controls = el("div", { class: "page-controls" });
   controls.append(picker("window", WINDOWS, q.window, go("window")), picker("baseline", BASELINES, q.baseline, go("baseline")),
@@ -91,8 +92,10 @@ export async function explainPage(page, params) {
   const costBox = el("section", { class: "card", "data-section": "cost" }, "…");
   const latBox = el("section", { class: "card", "data-section": "latency" }, "…");
   page.append(controls, el("h2", {}, "Why did cost change?"), costBox, el("h2", {}, "Why is it slow?"), latBox);
-  const cost = api("/api/explain-cost", { window: q.window, baseline: q.baseline, by: q.by.split(",") });
-  const lat = api("/api/explain-latency", { window: q.window, baseline: q.baseline, metric: q.metric, quantile: "p95" });
+  const cost = api("/api/explain-cost", { window: q.window, baseline: q.baseline, end: q.end, by: q.by.split(",") });
+  const lat = api("/api/explain-latency", { window: q.window, baseline: q.baseline, end: q.end, metric: q.metric,
+    quantile: "p95" });
+  lat.catch(() => {});  // awaited below; handled even when the cost part ends the page first (the login box)
   try {
     const res = await cost;
     costBox.replaceChildren(el("pre", { class: "explain-text" }, res.text.split("\n").slice(0, 2).join("\n")),
@@ -100,6 +103,7 @@ export async function explainPage(page, params) {
     costBox.dataset.state = "rendered";
     costBox.dataset.delta = String(res.delta_usd);
   } catch (e) {
+    if (e instanceof NeedLogin) throw e;  // the login box, not an error in the box
     costBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     costBox.dataset.state = "error";
   }
@@ -107,6 +111,7 @@ export async function explainPage(page, params) {
     latBox.replaceChildren(latencyBlock(await lat));
     latBox.dataset.state = "rendered";
   } catch (e) {
+    if (e instanceof NeedLogin) throw e;
     latBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     latBox.dataset.state = "error";
   }

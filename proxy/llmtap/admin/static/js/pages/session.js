@@ -5,7 +5,7 @@ import { api } from "../api.js";
 import { hideTip, showTip } from "../charts.js";
 
 function costChart(rows) {
-  const w = 900, h = 120, pad = 36;
+  const w = 900, h = 120, pad = 56;  // room for the cost label left of the axis
   const maxT = Math.max(...rows.map((r) => Number(r.elapsed_ms)), 1), maxC = Math.max(Number(rows[rows.length - 1].cost_total_usd), 1e-9);
   const x = (t) => pad + (w - pad - 8) * t / maxT, y = (c) => h - 18 - (h - 26) * c / maxC;
   const svg = el("svg:svg", { width: "100%", viewBox: `0 0 ${w} ${h}`, class: "session-chart", role: "img", "aria-label": "cost over the session" });
