@@ -78,11 +78,23 @@ SELECT now64(6) - toIntervalMillisecond(rand() % (30 * 86400000)) AS ts, hex(ran
 FROM numbers({n})"""
 
 
+def _defaults(board: dict[str, Any]) -> dict[str, list[str]]:
+    """Each of the board's variables at its default, as a dashboard opens (All where it may be All)."""
+    from llmtap.admin.macros import ALL
+
+    out: dict[str, list[str]] = {}
+    for v in board.get("templating", {}).get("list", []):
+        value = v.get("current", {}).get("value", "")
+        values = value if isinstance(value, list) else [value]
+        out[v["name"]] = [ALL] if v.get("includeAll") else [str(x) for x in values]
+    return out
+
+
 def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
     sys.path.insert(0, str(ROOT / "dashboards"))
     from generate import build
 
-    from llmtap.admin.macros import ALL, QueryContext, expand
+    from llmtap.admin.macros import QueryContext, expand
 
     t0 = time.perf_counter()
     store.query("TRUNCATE TABLE llm_calls", "CSV")
@@ -96,11 +108,11 @@ def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
         time.sleep(0.5)
     print(f"  merges settled after {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     now = time.time()
-    ctx = QueryContext(now - 30 * 86400, now, 6 * 3600, {v: [ALL] for v in ("service", "provider", "model", "feature")})
     out = []
     for board in build().values():
         if board["uid"] == "llmtap-trace":
             continue
+        ctx = QueryContext(now - 30 * 86400, now, 6 * 3600, _defaults(board))
         for panel in board["panels"]:
             sql = expand(panel["targets"][0]["rawSql"], ctx)
             best = float("inf")

@@ -16,9 +16,69 @@ W = f"$__timeFilter(timestamp) AND {F}"
 T = "$__timeInterval(timestamp) AS time"
 
 
+def query_var(name: str, col: str, label: str = "") -> dict[str, Any]:
+    """A multi-value variable listing the column's values in the time range (with "All")."""
+    return {
+        "name": name,
+        "label": label or name,
+        "type": "query",
+        "datasource": DS,
+        "query": f"SELECT DISTINCT {col} FROM llm_calls WHERE $__timeFilter(timestamp) AND {col} != '' ORDER BY 1",
+        "definition": f"SELECT DISTINCT {col} FROM llm_calls",
+        "refresh": 2,
+        "multi": True,
+        "includeAll": True,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "sort": 1,
+    }
+
+
+def custom_var(name: str, values: list[str], label: str = "", include_all: bool = True) -> dict[str, Any]:
+    current = "$__all" if include_all else values[0]
+    return {
+        "name": name,
+        "label": label or name,
+        "type": "custom",
+        "query": ",".join(values),
+        "multi": include_all,
+        "includeAll": include_all,
+        "options": [{"text": v, "value": v, "selected": v == current} for v in values],
+        "current": {"selected": True, "text": ["All"] if include_all else values[0], "value": [current]},
+    }
+
+
+def textbox_var(name: str, label: str = "") -> dict[str, Any]:
+    """Free text; an empty box filters nothing (write conditions as ``(${v:singlequote} = '' OR …)``)."""
+    return {"name": name, "label": label or name, "type": "textbox", "query": "", "current": {"text": "", "value": ""}}
+
+
+# The calls explorer's own filters: choices (outcome, error type, tenant) and free text (user, session, a request,
+# response or trace id, a search in the error and the ids). An empty text box filters nothing.
+EXPLORER = (
+    "$__conditionalAll(outcome IN (${outcome:singlequote}), $outcome) "
+    "AND $__conditionalAll(error_type IN (${error_type:singlequote}), $error_type) "
+    "AND $__conditionalAll(tenant IN (${tenant:singlequote}), $tenant) "
+    "AND (${user:singlequote} = '' OR user_id = ${user:singlequote}) "
+    "AND (${session:singlequote} = '' OR session_id = ${session:singlequote}) "
+    "AND (${request_id:singlequote} = '' OR ${request_id:singlequote} IN (request_id, response_id, trace_id)) "
+    "AND (${search:singlequote} = '' OR positionCaseInsensitive(concat(error_message, ' ', error_code, ' ', "
+    "request_id, ' ', response_id, ' ', user_id, ' ', session_id, ' ', trace_id), ${search:singlequote}) > 0)"
+)
+EXPLORER_VARS = [
+    custom_var("outcome", ["ok", "error", "cancelled"]),
+    query_var("error_type", "error_type", "error type"),
+    query_var("tenant", "tenant"),
+    textbox_var("user"),
+    textbox_var("session"),
+    textbox_var("request_id", "request id"),
+    textbox_var("search"),
+]
+
+
 class Board:
-    def __init__(self, uid: str, title: str, tags: list[str]) -> None:
+    def __init__(self, uid: str, title: str, tags: list[str], variables: list[dict[str, Any]] | None = None) -> None:
         self.uid, self.title, self.tags = uid, title, tags
+        self.extra_variables = variables or []
         self.panels: list[dict[str, Any]] = []
         self.x = self.y = 0
         self.row_h = 0
@@ -136,29 +196,16 @@ class Board:
         )
 
     def json(self) -> dict[str, Any]:
-        variables = []
-        for name, col in (
-            ("service", "service"),
-            ("provider", "provider"),
-            ("model", "request_model"),
-            ("feature", "feature"),
-        ):
-            variables.append(
-                {
-                    "name": name,
-                    "label": name,
-                    "type": "query",
-                    "datasource": DS,
-                    "query": f"SELECT DISTINCT {col} FROM llm_calls WHERE $__timeFilter(timestamp) AND {col} != '' "
-                    f"ORDER BY 1",
-                    "definition": f"SELECT DISTINCT {col} FROM llm_calls",
-                    "refresh": 2,
-                    "multi": True,
-                    "includeAll": True,
-                    "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
-                    "sort": 1,
-                }
+        variables = [
+            query_var(name, col)
+            for name, col in (
+                ("service", "service"),
+                ("provider", "provider"),
+                ("model", "request_model"),
+                ("feature", "feature"),
             )
+        ]
+        variables += self.extra_variables
         return {
             "id": None,
             "uid": self.uid,

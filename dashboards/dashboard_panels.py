@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from dashboard_kit import Board, F, T, W
+from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, F, T, W, custom_var
+
+from llmtap.admin.explain_sql import explain_cost_sql
+from llmtap.admin.latency_sql import explain_latency_sql
+from llmtap.admin.queries import cache_misses_sql, failed_attempts_sql, unpriced_models_sql
+
+# The explain panels: the dashboard's time range is the window, the baseline a variable.
+BASELINE = custom_var("baseline", ["7d", "previous"], "baseline", include_all=False)
+_W = "toUnixTimestamp($__toTime) - toUnixTimestamp($__fromTime)"
+PERIODS = {
+    "t1": "$__toTime",
+    "w": _W,
+    "n": "if(${baseline:singlequote} = 'previous', 1, 7)",
+    "step": f"if(${{baseline:singlequote}} = 'previous', {_W}, 86400)",
+}
 
 
 def overview() -> Board:
@@ -51,7 +65,7 @@ FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time, request_model OR
 
 
 def latency() -> Board:
-    b = Board("llmtap-latency", "LLM latency", ["latency"])
+    b = Board("llmtap-latency", "LLM latency", ["latency"], [BASELINE])
     b.ts(
         "TTFT p95 by model",
         f"""SELECT {T}, request_model, quantile(0.95)(ttft_ms) AS ttft_p95
@@ -104,6 +118,15 @@ FROM llm_calls WHERE {W} ORDER BY duration_ms DESC LIMIT 50""",
         h=10,
         links=[TRACE_LINK],
     )
+    b.table(
+        "Why is it slow? (duration p95 vs baseline, per server and hour)",
+        f"""SELECT * FROM ({explain_latency_sql(where=F, **PERIODS)})
+WHERE level != 'all' AND component != 'total' AND delta_ms > 0 ORDER BY delta_ms DESC LIMIT 30""",
+        w=24,
+        h=10,
+        description="The same analysis as `llmtap explain-latency`: the change of the duration p95 around the quantile "
+        "split into TTFB, prefill, decode length, time per token, retries and rate-limit waits (ms)",
+    )
     return b
 
 
@@ -111,7 +134,7 @@ TRACE_LINK = {"title": "Open trace", "url": "/d/llmtap-trace/llm-trace?var-trace
 
 
 def cost() -> Board:
-    b = Board("llmtap-cost", "LLM cost", ["cost"])
+    b = Board("llmtap-cost", "LLM cost", ["cost"], [BASELINE])
     b.stat("Cost", f"SELECT sum(cost_usd) AS cost FROM llm_calls WHERE {W}", unit="currencyUSD")
     b.stat(
         "Cost per call",
@@ -138,6 +161,27 @@ GROUP BY request_model ORDER BY cost DESC LIMIT 15""",
         "Cost by feature",
         f"""SELECT feature, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
 GROUP BY feature ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.table(
+        "Why did cost change?",
+        explain_cost_sql(("model", "feature"), where=F, **PERIODS),
+        w=24,
+        h=10,
+        description="The same analysis as `llmtap explain-cost`: the change in cost between the dashboard's range and "
+        "its baseline, split exactly into drivers (volume, mix, tokens per call, cache hit ratio, unit price, new, "
+        "gone, retries); the first row is the total",
+    )
+    b.bar(
+        "Cost by tenant",
+        f"""SELECT if(tenant = '', '(none)', tenant) AS tenant, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY tenant ORDER BY cost DESC LIMIT 15""",
+        unit="currencyUSD",
+    )
+    b.bar(
+        "Cost by user",
+        f"""SELECT if(user_id = '', '(none)', user_id) AS user, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
+GROUP BY user ORDER BY cost DESC LIMIT 15""",
         unit="currencyUSD",
     )
     b.ts(
@@ -167,15 +211,33 @@ FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
         w=24,
     )
     b.table(
-        "Top spenders (users)",
-        f"""SELECT user_id, tenant, count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
+        "Top spenders (tenant, user)",
+        f"""SELECT tenant, user_id, count() AS calls, round(sum(cost_usd), 4) AS cost_usd,
     sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-FROM llm_calls WHERE {W} AND user_id != '' GROUP BY user_id, tenant ORDER BY cost_usd DESC LIMIT 20""",
+FROM llm_calls WHERE {W} AND (user_id != '' OR tenant != '') GROUP BY tenant, user_id
+ORDER BY cost_usd DESC LIMIT 20""",
     )
     b.table(
         "Spend by API key",
         f"""SELECT api_key_id, provider, count() AS calls, round(sum(cost_usd), 4) AS cost_usd
 FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDER BY cost_usd DESC LIMIT 20""",
+    )
+    b.table(
+        "Unpriced models",
+        unpriced_models_sql(W),
+        description="Models with usage but no known price, and their call count: add them to a price file (--prices)",
+    )
+    b.table(
+        "Spend and time on failed attempts",
+        failed_attempts_sql(W),
+        description="Retried requests (attempt > 1): what their failed attempts cost and how long they took. "
+        "quota_429_retried_more_than_once: quota 429s retried again and again, which never helps",
+        w=24,
+    )
+    b.table(
+        "Cache misses by reason, and their cost",
+        cache_misses_sql(W),
+        description="Prompt-cache misses (cache_miss_reason) and what each cost over a warm cache",
     )
     return b
 
@@ -223,13 +285,26 @@ FROM llm_calls WHERE {W} GROUP BY time, service ORDER BY time""",
 FROM llm_calls WHERE {W} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 30""",
         w=24,
     )
+    b.ts(
+        "Retries (a failed request sent again)",
+        f"""SELECT {T}, provider, countIf(attempt > 1) AS retries
+FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
+        description="Calls with attempt > 1: the same request (same body, same key) within 10 minutes of a failed one",
+    )
     b.table(
-        "Retry storms (same request repeated)",
-        f"""SELECT request_hash, any(service) AS service, any(request_model) AS model,
-    count() AS attempts, countIf(outcome = 'error') AS failed, min(timestamp) AS first, max(timestamp) AS last
-FROM llm_calls WHERE {W} AND request_hash != '' GROUP BY request_hash HAVING attempts >= 3
-ORDER BY attempts DESC LIMIT 20""",
+        "Retried requests (failed, then repeated)",
+        f"""SELECT min(timestamp) AS first, any(service) AS service, any(provider) AS provider,
+    any(request_model) AS model, max(attempt) AS attempts, countIf(outcome = 'error') AS failed,
+    arrayStringConcat(arrayDistinct(groupArrayIf(error_type, error_type != '')), ', ') AS errors,
+    argMax(outcome, attempt) AS final_outcome, round((max(toUnixTimestamp64Milli(timestamp))
+        - min(toUnixTimestamp64Milli(timestamp))) / 1000, 1) AS span_s,
+    round(sumIf(cost_usd, outcome = 'error'), 6) AS failed_cost_usd, argMax(trace_id, attempt) AS trace_id
+FROM (SELECT timestamp, service, provider, request_model, attempt, outcome, error_type, cost_usd, trace_id,
+    request_hash, api_key_id FROM llm_calls WHERE {W} AND request_hash != '')
+GROUP BY request_hash, api_key_id HAVING max(attempt) > 1
+ORDER BY attempts DESC, first DESC LIMIT 30""",
         w=24,
+        links=[TRACE_LINK],
     )
     return b
 
@@ -303,13 +378,13 @@ GROUP BY session_id ORDER BY cost_usd DESC LIMIT 30""",
 
 
 def calls() -> Board:
-    b = Board("llmtap-calls", "LLM calls explorer", ["calls"])
+    b = Board("llmtap-calls", "LLM calls explorer", ["calls"], EXPLORER_VARS)
     b.table(
         "Calls",
-        f"""SELECT timestamp, service, provider, request_model, feature, user_id, outcome, error_type,
-    status_code, input_tokens, output_tokens, round(cost_usd, 6) AS cost_usd, round(ttft_ms) AS ttft_ms,
-    round(duration_ms) AS duration_ms, finish_reason, trace_id
-FROM llm_calls WHERE {W} ORDER BY timestamp DESC LIMIT 500""",
+        f"""SELECT timestamp, service, provider, request_model, feature, tenant, user_id, session_id, outcome,
+    error_type, status_code, attempt, input_tokens, output_tokens, round(cost_usd, 6) AS cost_usd,
+    round(ttft_ms) AS ttft_ms, round(duration_ms) AS duration_ms, finish_reason, request_id, trace_id
+FROM llm_calls WHERE {W} AND {EXPLORER} ORDER BY timestamp DESC LIMIT 500""",
         w=24,
         h=20,
         links=[TRACE_LINK],

@@ -85,7 +85,7 @@ def alert_provisioning() -> dict[str, Any]:
                             "refId": "C",
                             "type": "threshold",
                             "expression": "B",
-                            "conditions": [{"evaluator": {"type": "gt", "params": [r.threshold]}}],
+                            "conditions": [{"evaluator": {"type": r.op, "params": [r.threshold]}}],
                         },
                     },
                 ],

@@ -14,7 +14,7 @@ from helpers import Mock, Sidecar, start_mock, start_sidecar, stop
 
 # Markers follow the layout: tests/e2e start real processes (e2e), the viewer's run a browser too.
 _E2E = Path(__file__).parent / "e2e"
-_BROWSER = {"test_viewer.py"}
+_BROWSER = {"test_viewer.py", "test_viewer_pages.py"}
 _SLOW = {"test_bench.py", "test_demo.py", "test_dashboards.py"}  # slow ones run with the e2e suite
 
 

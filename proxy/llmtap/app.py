@@ -20,16 +20,27 @@ from typing import Any
 from . import __version__
 from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
+from .capture.batch import BatchExpander
+from .durations import parse_duration
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
-from .pipeline import Enricher, Pipeline, RecordSink
+from .pipeline import Enricher, Expander, Pipeline, RecordSink
 from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
-from .telemetry import ContentCapture, LogSink, Metrics, MetricsSink, Pricer, load_price_file
+from .telemetry import (
+    CacheMissAnalyzer,
+    ContentCapture,
+    LogSink,
+    Metrics,
+    MetricsSink,
+    Pricer,
+    RetryDetector,
+    load_price_file,
+)
 
 log = logging.getLogger("llmtap")
 
@@ -59,6 +70,9 @@ class RunConfig:
     max_client_connections: int = 4096
     client_header_timeout: float = 30.0
     drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
+    alert_webhook: str = ""
+    alert_interval_s: float = 60.0
+    grafana_url: str = ""
 
 
 class ConfigError(StartupError):
@@ -83,6 +97,19 @@ def real_credentials(spec: str) -> bool:
         return True
     user, sep, password = spec.partition(":")
     return bool(sep and user and password) and spec != "any"
+
+
+def check_alerts(cfg: RunConfig) -> None:
+    if not cfg.alert_webhook:
+        return
+    from .alerts import WebhookError, check_webhook_url
+
+    try:
+        check_webhook_url(cfg.alert_webhook)
+    except WebhookError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.store == "none":
+        raise ConfigError("--alert-webhook evaluates the rules on the store: it needs a store (not --store none)")
 
 
 def check_exposure(cfg: RunConfig) -> None:
@@ -156,7 +183,7 @@ class Sidecar:
     def admin_state(self) -> AdminState:
         token = self.cfg.admin_token or install_token(self.cfg.data_dir)
         auth = AdminAuth(token, explicit=bool(self.cfg.admin_token), allowed_hosts=tuple(self.cfg.admin_allowed_hosts))
-        return AdminState(self.metrics, self.reads(), self.health, auth)
+        return AdminState(self.metrics, self.reads(), self.health, auth, self.cfg.grafana_url)
 
 
 def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
@@ -168,8 +195,24 @@ def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
     return faults.adapter_factory(), faults.sinks()
 
 
+def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list[Enricher], list[Expander]]:
+    """What the worker adds to each record: a batch download's items, the price, retries, cache misses,
+    content. ``LLMTAP_TEST_CACHE_TTL`` (tests only: a duration) stands for the providers' 5-minute cache
+    TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
+    pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
+    cache = CacheMissAnalyzer(pricer.cache_read_saving)
+    if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
+        cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
+        cache.ttl_1h_s = cache.ttl_5m_s * 12
+    enrichers: list[Enricher] = [pricer, RetryDetector(), cache]
+    if cfg.capture_content:
+        enrichers.append(ContentCapture())
+    return enrichers, [BatchExpander()]
+
+
 def build(cfg: RunConfig) -> Sidecar:
     check_exposure(cfg)
+    check_alerts(cfg)
     prepare_data_dir(cfg.data_dir)
     lock = DataDirLock(cfg.data_dir)
     lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
@@ -239,10 +282,8 @@ def _assemble(
         from .telemetry.spans import SpanSink, otlp_exporter
 
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
-    enrichers: list[Enricher] = [Pricer(prices)]
-    if cfg.capture_content:
-        enrichers.append(ContentCapture())
-    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers)
+    enrichers, expanders = _analysis(cfg, metrics, prices)
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
         pipeline,
@@ -261,6 +302,7 @@ def run(cfg: RunConfig) -> int:
     # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
     sys.setswitchinterval(0.0005)
     admin: AdminServer | None = None
+    alerts = None
     try:
         try:
             admin = AdminServer(cfg.admin[0], cfg.admin[1], sc.admin_state())
@@ -269,6 +311,14 @@ def run(cfg: RunConfig) -> int:
                 f"--admin {cfg.admin[0]}:{cfg.admin[1]}: cannot listen ({e.strerror}): pick a free port with --admin"
             ) from None
         admin.start()
+        reads = sc.reads()
+        if cfg.alert_webhook and reads is not None:
+            from .alerts import AlertThread
+
+            alerts = AlertThread(
+                lambda sql, fmt: reads.run(sql, fmt), cfg.data_dir, cfg.alert_webhook, cfg.alert_interval_s
+            )
+            alerts.start()
         settings = ProxySettings(
             listen=cfg.listen,
             confdir=ca_dir(cfg.data_dir),
@@ -297,6 +347,8 @@ def run(cfg: RunConfig) -> int:
 
         asyncio.run(serve(settings, sc.addon, announce), loop_factory=event_loop_factory())
     finally:
+        if alerts is not None:
+            alerts.close()
         log.info("shutting down: flushing records")
         sc.pipeline.close()
         if admin is not None:

@@ -1,7 +1,8 @@
 """Finishing calls off the event loop: capture → record → enrichers → sinks.
 
 The proxy hooks only :meth:`Pipeline.submit`; one worker thread builds each record (JSON
-bodies, estimation, percentiles), runs the enrichers (pricing, content capture, retry and
+bodies, estimation, percentiles), expands it (a batch's results download carries one record per
+item), runs the enrichers (pricing, content capture, retry and
 cache analysis: they may read the :class:`~llmtap.capture.CallContext`), redacts it, and
 hands it to every sink. A failing enricher or sink is counted and logged, never propagated.
 
@@ -16,6 +17,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from typing import Protocol
 
 from .capture import CallContext, Capture, End, TokenEstimator, build
@@ -53,6 +55,19 @@ class Enricher(Protocol):
     def enrich(self, record: CallRecord, ctx: CallContext) -> None: ...
 
 
+class Expander(Protocol):
+    """Records that one call carries besides its own (the items of a batch's results download).
+
+    Runs on the worker thread after the call's record is built and before any enricher; the
+    records it returns then go through the enrichers and sinks like the call's own. May raise (logged).
+    """
+
+    def expand(self, record: CallRecord, ctx: CallContext) -> Iterable[tuple[CallRecord, CallContext]]:
+        """Called before ``record`` reaches the enrichers (it may still change it); the records it
+        yields are made one by one as the pipeline takes them."""
+        ...
+
+
 class Pipeline:
     def __init__(
         self,
@@ -61,11 +76,13 @@ class Pipeline:
         sinks: list[RecordSink],
         enrichers: list[Enricher] | None = None,
         max_queue: int = 100_000,
+        expanders: list[Expander] | None = None,
     ) -> None:
         self.metrics = metrics
         self.estimator = estimator
         self.sinks = sinks
         self.enrichers = enrichers or []
+        self.expanders = expanders or []
         # A SimpleQueue (C: no Python-level Condition to notify on the event loop, once per call), bounded by
         # the pending count.
         self._q: queue.SimpleQueue[tuple[Capture, End] | None] = queue.SimpleQueue()
@@ -106,6 +123,21 @@ class Pipeline:
             self.metrics.dropped.labels("build_error").inc()
             return
         del cap  # nothing after the record reaches back into the capture
+        more: list[Iterable[tuple[CallRecord, CallContext]]] = []
+        for expander in self.expanders:
+            try:
+                more.append(expander.expand(rec, ctx))
+            except Exception:
+                log.exception("expander %s failed for a %s call", type(expander).__name__, rec.api)
+        self._finish(rec, ctx)
+        for records in more:
+            try:
+                for one, one_ctx in records:
+                    self._finish(one, one_ctx)
+            except Exception:
+                log.exception("expanding a %s call failed", rec.api)
+
+    def _finish(self, rec: CallRecord, ctx: CallContext) -> None:
         for enricher in self.enrichers:
             try:
                 enricher.enrich(rec, ctx)

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 class Provider:
     name: str  # llm_calls.provider
     hosts: tuple[str, ...] = ()  # regexes over the lower-case host name (no port)
-    genai_prices_id: str | None = None  # the provider's id in genai-prices; None: price files only
+    genai_prices_id: str | None = None  # the provider's id in genai-prices (None: see by_model, self_hosted)
     base_url_prefix: str = ""  # base-URL mode: http://<sidecar>/<prefix>/... → https://<base_url_host>/...
     base_url_host: str = ""
     paths: tuple[str, ...] = ()  # when set: only paths matching one of these regexes are calls
     plan: bool = False  # a plan-only endpoint: its calls are billed to a subscription
-    by_model: bool = False  # priced at the model's own API list price (it resells other providers' models)
+    by_model: bool = False  # priced by the model name alone, at its API list price (resellers, gateways)
+    self_hosted: bool = False  # a server of one's own: no list price (price files only)
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -85,9 +86,10 @@ PROVIDERS: tuple[Provider, ...] = (
         plan=True,
     ),
     # Self-hosted servers (reached with --intercept): named by the API they speak.
-    Provider("ollama"),
-    Provider("vllm"),
-    Provider("openai_compatible"),
+    Provider("ollama", self_hosted=True),
+    Provider("vllm", self_hosted=True),
+    # Any other host reached with --intercept (a gateway, a proxy): priced by the model it answers with.
+    Provider("openai_compatible", by_model=True),
 )
 BY_NAME: dict[str, Provider] = {}
 for _p in PROVIDERS:
@@ -142,9 +144,16 @@ def genai_prices_id(provider: str) -> str | None:
 
 
 def priced_by_model(provider: str) -> bool:
-    """The provider's calls are priced by the model name alone (at that model's API list price)."""
+    """The provider's calls are priced by the model name alone (at that model's API list price):
+    resellers, gateways, and providers llmtap does not know."""
     p = BY_NAME.get(provider)
-    return p is not None and p.by_model
+    return p is None or p.by_model
+
+
+def self_hosted(provider: str) -> bool:
+    """A server of one's own (Ollama, vLLM): no list price applies, only a price file's."""
+    p = BY_NAME.get(provider)
+    return p is not None and p.self_hosted
 
 
 def base_url_prefixes() -> dict[str, str]:

@@ -79,6 +79,20 @@ def test_dashboards_follow_grafana_conventions() -> None:
 
 
 PANELS = [(b["uid"], p) for b in dashboards.build().values() for p in b["panels"]]
+BOARDS = {b["uid"]: b for b in dashboards.build().values()}
+
+
+def defaults(uid: str) -> dict[str, list[str]]:
+    """The board's variables as a fresh dashboard has them: All, the custom default, empty text boxes."""
+    out: dict[str, list[str]] = {}
+    for v in BOARDS[uid]["templating"]["list"]:
+        if v.get("includeAll"):
+            out[v["name"]] = [ALL]
+        elif v["type"] == "custom":
+            out[v["name"]] = list(v["current"]["value"])
+        else:
+            out[v["name"]] = []
+    return out
 
 
 @pytest.mark.parametrize(("uid", "panel"), PANELS, ids=[f"{u}:{p['title']}" for u, p in PANELS])
@@ -86,7 +100,7 @@ PANELS = [(b["uid"], p) for b in dashboards.build().values() for p in b["panels"
 def test_panel_query_returns_the_shape_its_panel_expects(
     seeded: ChdbBackend, uid: str, panel: dict[str, Any], filtered: bool
 ) -> None:
-    variables: dict[str, list[str]] = {v: [ALL] for v in ("service", "provider", "model", "feature")}
+    variables = defaults(uid)
     if filtered:
         variables.update(provider=["openai", "anthropic"], feature=["summarize"])
     if uid == "llmtap-trace":
@@ -131,16 +145,17 @@ def test_panel_query_returns_the_shape_its_panel_expects(
 @pytest.mark.parametrize("rule", RULES, ids=[r.uid for r in RULES])
 def test_alert_query_runs_and_has_a_value_column(seeded: ChdbBackend, rule: Any) -> None:
     sql = expand(rule.sql, QueryContext(NOW - 900, NOW))
-    cols = types(seeded, sql)
+    cols = types(seeded, sql)  # the provisioned text (at now()), as Grafana runs it
     assert "value" in cols and re.search(r"Int|Float", cols["value"])
     assert any("String" in t for c, t in cols.items() if c != "value")  # labels for the alert instances
-    assert run(seeded, sql), rule.uid
+    assert types(seeded, rule.sql_at(NOW)) == cols
+    assert run(seeded, rule.sql_at(NOW)), rule.uid  # at the seed's time, however long the suite took to get here
 
 
 def test_seeded_regression_fires_the_cost_alert_queries(seeded: ChdbBackend) -> None:
     for uid in ("llmtap-cost-per-hour-regression", "llmtap-cost-per-call-regression"):
         rule = next(r for r in RULES if r.uid == uid)
-        rows = run(seeded, rule.sql)
+        rows = run(seeded, rule.sql_at(NOW))
         firing = {(r["model"], r["feature"]) for r in rows if r["value"] > rule.threshold}
         assert firing and {f for _, f in firing} == {"summarize"}, (uid, firing)
         assert any(r["feature"] != "summarize" for r in rows)  # other groups were evaluated, and stayed quiet
@@ -188,3 +203,34 @@ def test_check_cost_bad_input() -> None:
     assert r.returncode != 0 and "duration" in r.stderr
     r = cli("check-cost", "--by", "colour")
     assert r.returncode != 0 and "--by takes" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "column"),
+    [
+        ("outcome", "error", "outcome"),
+        ("error_type", "rate_limited", "error_type"),
+        ("tenant", "globex", "tenant"),
+        ("user", "user-7", "user_id"),
+        ("session", None, "session_id"),
+        ("request_id", None, "request_id"),
+        ("search", "synthetic overloaded", "error_type"),
+    ],
+)
+def test_calls_explorer_filters(seeded: ChdbBackend, var: str, value: str | None, column: str) -> None:
+    panel = next(p for p in BOARDS["llmtap-calls"]["panels"] if p["title"] == "Calls")
+    some = run(
+        seeded, "SELECT session_id, request_id FROM llm_calls WHERE timestamp >= now() - INTERVAL 1 DAY LIMIT 1"
+    )[0]
+    value = value or some[column]
+    variables = defaults("llmtap-calls") | {var: [value]}
+    rows = run(seeded, expand(panel["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, variables)))
+    assert rows
+    if var == "search":
+        assert {r["error_type"] for r in rows} == {"overloaded"}
+    else:
+        assert {r[column] for r in rows} == {value}
+    unfiltered = run(
+        seeded, expand(panel["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, defaults("llmtap-calls")))
+    )
+    assert any(r[column] != (value if var != "search" else "overloaded") for r in unfiltered)  # it did filter

@@ -136,8 +136,13 @@ def test_the_image_wheel_holds_the_schema_dashboards_and_viewer(wheel: zipfile.Z
     assert wheel.read("llmtap/schema.sql") == (ROOT / "collector/schema.sql").read_bytes()
     boards = {p.name for p in (ROOT / "dashboards/json").glob("*.json")}
     assert boards and {n.rsplit("/", 1)[1] for n in names if n.startswith("llmtap/dashboards_json/")} == boards
-    for static in ("index.html", "viewer.js", "viewer.css"):
+    for static in ("index.html", "viewer.css", "js/main.js", "js/pages/call.js"):
         assert f"llmtap/admin/static/{static}" in names
+    modules = {
+        p.relative_to(ROOT / "proxy/llmtap/admin/static").as_posix()
+        for p in (ROOT / "proxy/llmtap/admin/static/js").rglob("*.js")
+    }
+    assert modules and {f"llmtap/admin/static/{m}" for m in modules} <= names  # every viewer module ships
     assert "llmtap/clients/node-proxy-preload.cjs" in names  # what `llmtap env` points Node < 24 at
     assert "llmtap/__main__.py" in names and not any("__pycache__" in n for n in names)
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

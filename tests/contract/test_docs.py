@@ -45,15 +45,15 @@ def test_error_taxonomy_table_matches_the_code() -> None:
 
 def test_readme_says_json_sql_needs_its_content_type() -> None:
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("`POST /api/sql` takes") :][:600]
+    section = readme[readme.index("`POST /api/sql`") :][:600]
     assert "Content-Type: application/json" in section and '"query"' in section
 
 
 def test_every_mock_scenario_is_documented() -> None:
-    from llmtap.testing.mock import GARBAGE
+    from llmtap.testing.mock import GARBAGE, hostile
 
     mock = ROOT / "proxy" / "llmtap" / "testing" / "mock"
-    names = set(GARBAGE) | {"garbage_json_body"}
+    names = set(GARBAGE) | {"garbage_json_body"} | set(hostile.SCENARIOS)
     for src in mock.glob("*.py"):
         names |= set(re.findall(r'scenario == "([a-z0-9_]+)"', src.read_text()))
     documented = set(re.findall(r"^\| `([a-z0-9_]+)` \|", (ROOT / "docs" / "mock-provider.md").read_text(), re.M))

@@ -348,3 +348,124 @@ def _call_plain(sc: Sidecar) -> None:
     sid = session_id()
     c.embeddings.create(model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-session": sid})
     sc.row(sid)
+
+
+def _stored(sc: Sidecar, sid: str) -> None:
+    deadline = time.monotonic() + 10
+    while not _count(sc, sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _count(sc, sid) == 1
+
+
+def _login_cookie(sc: Sidecar) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", sc.admin, timeout=10)
+    conn.request("POST", "/api/login", json.dumps({"token": token_of(sc)}), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    cookie = resp.getheader("Set-Cookie") or ""
+    conn.close()
+    assert resp.status == 204
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    return cookie.split(";", 1)[0]
+
+
+def test_the_viewer_pages_endpoints_need_the_token_and_refuse_other_origins(target: Sidecar) -> None:
+    """The viewer's newer endpoints (explain, call, session) return stored data: the same rules as /api/sql —
+    a token (bearer or the login's cookie), JSON only, no other Host without the bearer, no other Origin."""
+    sid = session_id()
+    _call(target, sid)
+    _stored(target, sid)
+    q = {"query": f"SELECT trace_id FROM llm_calls WHERE session_id = '{sid}'", "format": "JSONEachRow"}
+    trace = json.loads(post(target, "/api/sql", q)[1])
+    bodies = {
+        "/api/explain-cost": {"window": "24h", "baseline": "7d", "by": ["model"]},
+        "/api/explain-latency": {"window": "24h", "baseline": "7d"},
+        "/api/call": {"trace_id": trace["trace_id"]},
+        "/api/session": {"session_id": sid},
+    }
+    cookie = _login_cookie(target)
+    as_json = {"Content-Type": "application/json"}
+    for path, payload in bodies.items():
+        body = json.dumps(payload).encode()
+        assert target.admin_request("POST", path, body, as_json)[0] == 401, path  # no token: no data
+        status, out = target.admin_request("POST", path, body, {**as_json, **auth(target)})
+        assert status == 200, (path, out[:300])
+        assert target.admin_request("POST", path, body, {**as_json, "Cookie": cookie})[0] == 200, path
+        wrong = {**as_json, "Cookie": "llmtap_admin=" + "0" * 64}
+        assert target.admin_request("POST", path, body, wrong)[0] == 401, path
+        assert target.admin_request("POST", path, body, {"Content-Type": "text/plain", "Cookie": cookie})[0] == 415
+        for cross in (
+            {"Origin": "http://evil.test"},
+            {"Origin": "http://127.0.0.1:1"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+        ):
+            assert target.admin_request("POST", path, body, {**as_json, "Cookie": cookie, **cross})[0] == 403, cross
+        rebound = {**as_json, "Cookie": cookie, "Host": f"evil.test:{target.admin}"}
+        assert target.admin_request("POST", path, body, rebound)[0] == 421, path
+    assert json.loads(post(target, "/api/call", bodies["/api/call"])[1])["call"]["session_id"] == sid
+    # the store's status answers without the token, like /healthz, and says nothing from the store
+    status, out = target.admin_request("GET", "/api/status")
+    assert status == 200 and json.loads(out) == {"store": {"ok": True}}
+    assert target.admin_request("GET", "/api/status", headers={"Host": "evil.test"})[0] == 421
+    assert target.admin_request("GET", "/api/status", headers={"Origin": "http://evil.test"})[0] == 403
+
+
+def test_the_pages_ids_are_bound_parameters(target: Sidecar) -> None:
+    """Ids reach SQL only as bound parameters: a session whose id is SQL is found as itself, and injections
+    through the ids, the explain choices and their periods read nothing."""
+    odd = f"x' OR '1'='1' -- {session_id()}"
+    _call(target, odd)
+    _stored(target, odd.replace("'", "\\'"))
+    status, out = post(target, "/api/session", {"session_id": odd})
+    assert status == 200, out
+    page = json.loads(out)
+    assert page["session_id"] == odd and page["summary"]["calls"] == 1  # that session, not every call
+    ca = f"{target.data_dir}/ca/mitmproxy-ca.pem"
+    secrets = secrets_of(target)
+    attempts = [
+        ("/api/call", {"trace_id": f"' UNION ALL SELECT * FROM file('{ca}', 'LineAsString') --"}),
+        ("/api/call", {"trace_id": ["x"]}),
+        ("/api/session", {"session_id": f"' UNION ALL SELECT line FROM file('{ca}', 'LineAsString') --"}),
+        ("/api/session", {"session_id": {"a": 1}}),
+        ("/api/explain-cost", {"by": [f"model) UNION ALL SELECT file('{ca}') --"]}),
+        ("/api/explain-cost", {"window": f"1h') UNION ALL SELECT file('{ca}') --"}),
+        ("/api/explain-latency", {"metric": f"duration' UNION ALL SELECT file('{ca}') --"}),
+        ("/api/explain-latency", {"baseline": f"7d' UNION ALL SELECT file('{ca}') --"}),
+    ]
+    for path, payload in attempts:
+        status, out = post(target, path, payload)
+        assert status in (400, 404), (path, payload, status, out[:300])
+        assert not any(s in out for s in secrets), (path, payload)
+
+
+def test_the_viewer_modules_are_served_from_static_js_only(target: Sidecar) -> None:
+    """``/js/*`` serves the viewer's ES modules (script-src 'self' under the CSP) and nothing outside them."""
+    conn = http.client.HTTPConnection("127.0.0.1", target.admin, timeout=10)
+    conn.request("GET", "/js/main.js")
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status == 200 and resp.getheader("Content-Type", "").startswith("text/javascript")
+    assert b"import" in body and resp.getheader("X-Content-Type-Options") == "nosniff"
+    assert "script-src 'self'" in resp.getheader("Content-Security-Policy", "")
+    assert target.admin_request("GET", "/js/pages/call.js")[0] == 200
+    assert target.admin_request("GET", "/js/main.js", headers={"Host": "evil.test"})[0] == 421
+    for path in (
+        "/js/../server.py",
+        "/js/../viewer.py",
+        "/js/../../admin/auth.py",
+        "/js/pages/../../sqlguard.py",
+        "/js/../static/index.html",
+        "/js/%2e%2e/server.py",
+        "/js/..%2f..%2fadmin-token",
+        "/js//etc/passwd",
+        "/js/../../../../../../../../etc/passwd",
+        f"/js/../../../../../../../..{target.data_dir}/admin-token",
+        "/js/..\\server.py",
+        "/js/main.js/../../server.py",
+        "/js/",
+        "/js/pages",
+    ):
+        status, out = target.admin_request("GET", path)
+        assert status == 404, (path, status)
+        assert token_of(target).encode() not in out and b"def " not in out and b"root:" not in out, path

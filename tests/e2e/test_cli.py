@@ -146,7 +146,7 @@ def test_healthz_and_metrics(proxied: Sidecar) -> None:
     assert 'le="81.92"' in text
     assert "session" not in text and sid not in text  # no per-request labels
     status, body = proxied.admin_request("GET", "/")
-    assert status == 200 and b"viewer.js" in body
+    assert status == 200 and b"/js/main.js" in body
 
 
 def test_sigterm_flushes_and_exits_cleanly(mock: object, tmp_path: Path) -> None:

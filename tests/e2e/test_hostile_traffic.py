@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -28,12 +30,18 @@ RSS_BUDGET = 300 << 20
 STALL_BUDGET_S = 0.100
 
 
-class RSS:
-    """The sidecar's resident memory, sampled every 10 ms from /proc."""
+KILL_ABOVE = 1 << 30  # a sidecar that grows this much is killed: a regression fails the test, not the machine
 
-    def __init__(self, pid: int) -> None:
+
+class RSS:
+    """The sidecar's resident memory, sampled every 10 ms from /proc; past ``kill_above`` bytes the process is
+    killed (SIGKILL) so that an unbounded regression cannot take the (shared) machine's memory."""
+
+    def __init__(self, pid: int, kill_above: int = 0) -> None:
         self.pid = pid
         self.max = 0
+        self.kill_above = kill_above
+        self.killed = False
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -45,7 +53,13 @@ class RSS:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.max = max(self.max, self.now())
+            try:
+                self.max = max(self.max, self.now())
+            except OSError:
+                return  # the process is gone
+            if self.kill_above and self.max > self.kill_above and not self.killed:
+                self.killed = True
+                os.kill(self.pid, signal.SIGKILL)
             time.sleep(0.01)
 
     def __enter__(self) -> RSS:
@@ -119,14 +133,20 @@ def measured(sc: Sidecar, work: Any) -> tuple[int, float, Any]:
     """Run ``work`` while a paced stream flows: (RSS growth over the baseline, worst lateness, work's result)."""
     result: list[Any] = []
     base = RSS(sc.proc.pid).now()
-    with RSS(sc.proc.pid) as rss:
+    with RSS(sc.proc.pid, kill_above=base + KILL_ABOVE) as rss:
         lateness: list[float] = []
         flow = threading.Thread(target=lambda: lateness.extend(paced_lateness(sc)))
         flow.start()
         time.sleep(0.5)
-        result.append(work())
-        flow.join()
+        try:
+            result.append(work())
+        except Exception:
+            assert not rss.killed, f"the sidecar grew past {KILL_ABOVE >> 20} MiB over its baseline and was killed"
+            raise
+        finally:
+            flow.join()
         time.sleep(1.0)  # the worker finishes the record meanwhile
+    assert not rss.killed, f"the sidecar grew past {KILL_ABOVE >> 20} MiB over its baseline and was killed"
     return rss.max - base, max(lateness), result[0]
 
 

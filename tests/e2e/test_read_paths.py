@@ -76,7 +76,9 @@ def test_an_explicit_data_dir_is_read_even_when_another_sidecar_answers_on_the_d
     # an explicit --admin is used, but not for another store than the one asked for
     r = cli("sql", "SELECT 1", "--admin", f"127.0.0.1:{DEFAULT_ADMIN_PORT}", "--data-dir", str(mine))
     assert r.returncode == 2 and "serves another store" in r.stderr
-    assert count("--admin", f"127.0.0.1:{DEFAULT_ADMIN_PORT}") == 3
+    r = cli("sql", "SELECT 1", "--admin", f"127.0.0.1:{DEFAULT_ADMIN_PORT}")  # no token: this install's is not its
+    assert r.returncode == 2 and "wants its admin token" in r.stderr, r.stderr
+    assert count("--admin", f"127.0.0.1:{DEFAULT_ADMIN_PORT}", "--admin-token", on_default_admin.token) == 3
 
 
 def test_the_sidecar_running_on_a_data_dir_answers_for_it(proxied: Sidecar) -> None:

@@ -50,8 +50,8 @@ class Server:
         return [json.loads(line) for line in r.stdout.splitlines()]
 
     @property
-    def via_sidecar(self) -> tuple[str, str]:
-        return ("--admin", f"127.0.0.1:{self.sidecar.admin}")
+    def via_sidecar(self) -> tuple[str, ...]:
+        return ("--admin", f"127.0.0.1:{self.sidecar.admin}", "--admin-token", self.sidecar.token)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
     assert r.returncode == 0, r.stderr
     seeded = int(re.search(r"llmtap seed: (\d+) synthetic calls", r.stdout).group(1))  # type: ignore[union-attr]
     sc = start_sidecar(tmp_path_factory.mktemp("server-store") / "data", mock, "--store", store_url)
-    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited")}
+    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited", "mid_stream")}
     try:
         c = openai_client(sc)
         list(
@@ -114,6 +114,15 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
                 model="gpt-4o",
                 messages=[],
                 extra_headers={"x-llmtap-session": sessions["rate_limited"], "x-mock-scenario": "rate_limit_429"},
+            )
+        with pytest.raises(openai.APIError):  # an error after the 200: every error panel has a live row
+            list(
+                c.chat.completions.create(
+                    model="gpt-4o",
+                    messages=[{"role": "user", "content": "hi"}],
+                    stream=True,
+                    extra_headers={"x-llmtap-session": sessions["mid_stream"], "x-mock-scenario": "mid_stream_error"},
+                )
             )
         for sid in sessions.values():
             sc.row(sid, timeout=15)
@@ -161,7 +170,8 @@ def test_check_cost_reads_the_server_store(server: Server) -> None:
 
 
 def _post(sc: Sidecar, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sc.token}"}
+    status, raw = sc.admin_request("POST", path, json.dumps(body).encode(), headers)
     return status, json.loads(raw)
 
 
@@ -193,3 +203,18 @@ def test_every_viewer_panel_and_variable_reads_the_server_store(server: Server) 
     assert n_panels >= 30
     # on a week of history plus live traffic every panel of the main boards has something to show
     assert [e for e in empty if e[0] in ("llmtap-overview", "llmtap-cost", "llmtap-errors", "llmtap-latency")] == []
+
+
+def test_the_viewer_pages_and_explain_read_the_server_store(server: Server) -> None:
+    """The call, session and explain pages of the viewer, through the sidecar, on the server route."""
+    sc, sid = server.sidecar, server.sessions["stream"]
+    trace_id = server.sql(f"SELECT trace_id FROM llm_calls WHERE session_id = '{sid}'")[0]["trace_id"]
+    status, page = _post(sc, "/api/call", {"trace_id": trace_id})
+    assert status == 200, page
+    assert (page["call"]["trace_id"], page["call"]["session_id"], page["call"]["tenant"]) == (trace_id, sid, "acme")
+    status, session = _post(sc, "/api/session", {"session_id": sid})
+    assert status == 200 and [c["trace_id"] for c in session["calls"]] == [trace_id], session
+    status, cost = _post(sc, "/api/explain-cost", {"window": "1h", "baseline": "7d", "by": ["feature"]})
+    assert status == 200 and "summarize" in cost["text"], cost  # the regression the seed planted, in the last hour
+    status, latency = _post(sc, "/api/explain-latency", {"metric": "duration", "quantile": "p95"})
+    assert status == 200 and latency["text"], latency

@@ -9,19 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import CHROMIUM, FLAGS, sign_in
 from helpers import LLMTAP, Sidecar, start_sidecar, stop
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BOARDS = ["llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-agents", "llmtap-calls"]
 
 if not Path(CHROMIUM).exists():
@@ -73,12 +63,7 @@ def chromium() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def browser(chromium: Any, seeded_sidecar: Sidecar) -> Iterator[Any]:
     """A browser context signed in to the viewer the way a user is: a link carrying the install's token."""
-    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
-    page = ctx.new_page()
-    page.goto(f"http://127.0.0.1:{seeded_sidecar.admin}/#token={seeded_sidecar.token}")
-    page.wait_for_function("() => !location.hash.startsWith('#token=')")  # exchanged and forgotten
-    wait_rendered(page)
-    page.close()
+    ctx = sign_in(chromium, seeded_sidecar)
     yield ctx
     ctx.close()
 
@@ -155,9 +140,12 @@ def test_variables_range_and_trace_link(browser: Any, seeded_sidecar: Sidecar) -
     page.wait_for_timeout(300)
     wait_rendered(page)
     assert len(requests) >= 2  # re-queried on each change
-    link = page.eval_on_selector(".panel table a", "a => a.getAttribute('href')")
-    assert link.startswith("#llmtap-trace?trace_id=")
-    page.click(".panel table a")
+    link = page.eval_on_selector(".panel table a[href^='#call']", "a => a.getAttribute('href')")
+    assert link.startswith("#call?trace_id=")
+    page.click(".panel table a[href^='#call']")  # a row leads to its call page, the call page to its span
+    page.wait_for_function("() => document.getElementById('page').dataset.state === 'rendered'")
+    assert "anthropic" in page.inner_text("#page")
+    page.click("#page .links a[href^='#llmtap-trace']")
     page.wait_for_function("() => document.getElementById('title').textContent === 'LLM trace'")
     wait_rendered(page)
     trace = panel_states(page)[0]
@@ -227,26 +215,86 @@ def hostile_sidecar(mock: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
             )
             assert r.status in (200, 400)
         traces.append(f"{i:030d}ab")
-    rows = sc.rows("1", 3 * len(XSS), timeout=20)
-    assert len(rows) >= 3 * len(XSS)
+        r = request(  # a priced model, so the explain page has this call's markup-named keys to show
+            "api.openai.com",
+            443,
+            "/v1/chat/completions",
+            {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": payload}]},
+            {**attribution, "x-mock-scenario": "default"},
+            sc.bundle,
+            proxy=("127.0.0.1", sc.listen),
+        )
+        assert r.status == 200
+    rows = sc.rows("1", 4 * len(XSS), timeout=20)
+    assert len(rows) >= 4 * len(XSS)
     assert any(r["error_message"] == XSS[0] for r in rows)  # stored verbatim: the viewer must make it inert
     yield sc, traces
     stop(sc.proc)
 
 
+INJECTED = (
+    "() => ({xss: window.__xss || 0, imgs: document.querySelectorAll('img[src=x]').length,"
+    " scripts: document.querySelectorAll('script').length,"
+    " frames: document.querySelectorAll('iframe').length,"
+    " svgs: [...document.querySelectorAll('svg')].filter(s => s.getAttribute('onload')).length,"
+    " handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on')))"
+    ".length,"
+    " links: [...document.querySelectorAll('a')].filter(a => a.href.startsWith('javascript:')).length})"
+)
+INERT = {"xss": 0, "imgs": 0, "scripts": 1, "frames": 0, "svgs": 0, "handlers": 0, "links": 0}
+
+
+def _settle(page: Any, fragment: str) -> None:
+    """A board is drawn when every panel has a state; a page (call, session, explain) when it says so."""
+    name = fragment.split("?", 1)[0]
+    if name in ("call", "session", "explain"):
+        page.wait_for_function(
+            f"() => document.getElementById('page').dataset.page === '{name}' &&"
+            " ['rendered', 'error'].includes(document.getElementById('page').dataset.state)",
+            timeout=60000,
+        )
+        assert page.eval_on_selector("#page", "p => p.dataset.state") == "rendered", (
+            fragment,
+            page.inner_text("#page"),
+        )
+        if name == "explain":
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('[data-section]')].every(s => s.dataset.state)", timeout=60000
+            )
+            states = page.eval_on_selector_all("[data-section]", "ss => ss.map(s => s.dataset.state)")
+            assert set(states) == {"rendered"}, (fragment, page.inner_text("#page"))
+    else:
+        wait_rendered(page)
+
+
 def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any, hostile_sidecar: Any) -> None:
+    """Every board, its dropdowns and the explorer's text filters, the trace view, and the viewer's own pages
+    (each call, each session, the explain page by every dimension) with markup in every column they show."""
+    from urllib.parse import quote
+
     sc, traces = hostile_sidecar
-    ctx = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    ctx = sign_in(chromium, sc)
     dialogs: list[str] = []
+    errors: list[str] = []
     page = ctx.new_page()
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"http://127.0.0.1:{sc.admin}/#token={sc.token}")
-    wait_rendered(page)
-    seen_payload = False
-    for fragment in [*BOARDS, *(f"llmtap-trace?trace_id={t}" for t in traces)]:
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    every_trace = [r["trace_id"] for r in sc.sql("SELECT DISTINCT trace_id FROM llm_calls ORDER BY trace_id")]
+    assert len(every_trace) >= 2 * len(XSS)
+    fragments = [
+        *BOARDS,
+        *(f"llmtap-trace?trace_id={t}" for t in traces),
+        *(f"call?trace_id={t}" for t in every_trace),
+        *(f"session?session_id={quote(p, safe='')}" for p in XSS),
+        *(f"explain?window=24h&baseline=7d&by={by}" for by in ("model,feature", "service", "tenant", "user")),
+        *(f"llmtap-calls?{var}={quote(p, safe='')}" for var in ("user", "search") for p in XSS[:2]),
+    ]
+    seen: set[str] = set()
+    for fragment in fragments:
         page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
         page.wait_for_timeout(200)
-        wait_rendered(page)
+        _settle(page, fragment)
         for sel in page.query_selector_all("select[data-var]"):
             values = sel.eval_on_selector_all("option", "os => os.map(o => o.value)")
             for value in values:
@@ -254,19 +302,25 @@ def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any,
                     sel.select_option(value)
                     page.wait_for_timeout(150)
                     wait_rendered(page)
-                    seen_payload = True
+                    seen.add("dropdown")
+        if fragment == "llmtap-calls":  # the explorer's text filters, typed in as a user would
+            for box in page.query_selector_all("input[data-var]"):
+                box.fill(XSS[0])
+                box.press("Enter")
+                page.wait_for_timeout(150)
+                wait_rendered(page)
+                assert page.evaluate(INJECTED) == INERT, (fragment, box.get_attribute("data-var"))
+                box.fill("")
+                box.press("Enter")
+                seen.add("filter")
         text = page.inner_text("body")
-        seen_payload = seen_payload or any(p in text for p in XSS)
-        injected = page.evaluate(
-            "() => ({xss: window.__xss || 0, imgs: document.querySelectorAll('img[src=x]').length,"
-            " scripts: document.querySelectorAll('script').length,"
-            " frames: document.querySelectorAll('iframe').length,"
-            " svgs: [...document.querySelectorAll('svg')].filter(s => s.getAttribute('onload')).length,"
-            " links: [...document.querySelectorAll('a')].filter(a => a.href.startsWith('javascript:')).length})"
-        )
-        assert injected == {"xss": 0, "imgs": 0, "scripts": 1, "frames": 0, "svgs": 0, "links": 0}, (fragment, injected)
-    assert seen_payload  # the payloads were on the pages, as text
+        if any(p in text for p in XSS):
+            seen.add(fragment.split("?", 1)[0])
+        assert page.evaluate(INJECTED) == INERT, (fragment, page.evaluate(INJECTED))
     assert dialogs == []
+    assert [e for e in errors if "Content Security Policy" in e] == []  # nothing was even tried against the CSP
+    # the payloads were on every kind of page, as text
+    assert {"dropdown", "filter", "llmtap-calls", "llmtap-trace", "call", "session", "explain"} <= seen, seen
     ctx.close()
 
 

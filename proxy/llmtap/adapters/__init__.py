@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ..providers import is_call_path, provider_for_host
+from .anthropic_batch import AnthropicBatches
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, ErrorInfo, Observation, RequestInfo, Route, Usage
+from .batch import BatchItem, BatchResults
 from .bedrock import BedrockConverse, BedrockInvoke
 from .gemini import GeminiGenerateContent
 from .generic import GENERIC_API, GenericJSON
 from .ollama import OllamaChat, OllamaGenerate
+from .openai_batch import OpenAIBatches, OpenAIFileContent
 from .openai_chat import OpenAIChat
 from .openai_completions import OpenAICompletions
 from .openai_embeddings import OpenAIEmbeddings
@@ -28,6 +31,9 @@ from .websocket import Turn, WSAdapter, query_param
 
 # Order matters where paths overlap: the first match wins.
 REGISTRY: tuple[type[Adapter], ...] = (
+    AnthropicBatches,
+    OpenAIBatches,
+    OpenAIFileContent,
     GeminiGenerateContent,
     AnthropicMessages,
     BedrockConverse,
@@ -113,7 +119,10 @@ __all__ = [
     "GENERIC_API",
     "REGISTRY",
     "Adapter",
+    "AnthropicBatches",
     "AnthropicMessages",
+    "BatchItem",
+    "BatchResults",
     "BedrockConverse",
     "BedrockInvoke",
     "ErrorInfo",
@@ -122,9 +131,11 @@ __all__ = [
     "Observation",
     "OllamaChat",
     "OllamaGenerate",
+    "OpenAIBatches",
     "OpenAIChat",
     "OpenAICompletions",
     "OpenAIEmbeddings",
+    "OpenAIFileContent",
     "OpenAIRealtime",
     "OpenAIResponses",
     "OpenAIResponsesWS",

@@ -323,6 +323,7 @@ class Adapter:
     operation: ClassVar[str] = "chat"
     routes: ClassVar[tuple[Route, ...]] = ()
     default_provider: ClassVar[str] = "openai_compatible"  # on a host llmtap does not know
+    billable: ClassVar[bool] = True  # False: a control call (a batch created or polled), never priced
 
     def framing(self, content_type: str, path: str) -> Framing:
         """How a 2xx response to this call is framed (error bodies are the capture's business).

@@ -3,8 +3,10 @@
 - **The token.** Every install has one: ``<data-dir>/admin-token`` (0600), created at the first
   start, read by ``llmtap sql``/``report``/``check-cost`` from the same data dir. ``--admin-token``
   (or ``--admin-token-file``, ``LLMTAP_ADMIN_TOKEN``) sets one explicitly instead. Compared in
-  constant time. Data endpoints (``/api/sql``, ``/api/panel``, ``/api/variable``) always need it;
-  ``/metrics`` needs it when it was set explicitly; ``/healthz`` never does.
+  constant time. Data endpoints (``/api/sql``, ``/api/panel``, ``/api/variable``, the viewer's
+  ``/api/explain-cost``, ``/api/explain-latency``, ``/api/call``, ``POST /api/session``) always need it;
+  ``/metrics`` needs it when it was set explicitly; ``/healthz`` and ``/api/status`` (whether the store
+  answers, nothing from it) never do.
 - **Browsers** present it once (``POST /api/login``, from the viewer's login box or a
   ``#token=...`` link, whose fragment never reaches a server log) and get an HttpOnly,
   ``SameSite=Strict`` session cookie derived from the token.

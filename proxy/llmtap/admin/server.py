@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..telemetry.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..telemetry.metrics import Metrics
-from . import viewer
+from . import viewer, viewer_api
 from .auth import COOKIE, SECURITY_HEADERS, AdminAuth
 from .httpd import HttpServer, Request, Response, Route, text, urlpath
 from .reads import Reads, new_tag
@@ -32,10 +33,10 @@ CONTENT_TYPES = {
 }
 STATIC_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
-    "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
     "/viewer.css": ("viewer.css", "text/css; charset=utf-8"),
 }
-QUERY_ROUTES = frozenset({"/api/sql", "/api/panel", "/api/variable"})
+STATIC_JS = viewer.STATIC / "js"  # the viewer's ES modules: /js/<name>.js and /js/pages/<name>.js
+QUERY_ROUTES = frozenset({"/api/sql", "/api/panel", "/api/variable", *viewer_api.ROUTES})
 
 
 class AdminState:
@@ -45,11 +46,19 @@ class AdminState:
         reads: Reads | None,
         health: Callable[[], dict[str, Any]],
         auth: AdminAuth,
+        grafana_url: str = "",
     ) -> None:
         self.metrics = metrics
         self.reads = reads
         self.health = health
         self.auth = auth
+        self.grafana_url = grafana_url
+        self.probe = viewer_api.StoreProbe(self._probe_query)
+
+    def _probe_query(self, sql: str, fmt: str, params: dict[str, str]) -> bytes:
+        if self.reads is None:
+            raise viewer_api.Unreachable("this sidecar runs with --store none")
+        return self.reads.run(sql, fmt, params)
 
 
 def route(method: str, path: str) -> Route:
@@ -110,6 +119,8 @@ class Admin:
             return text(400, "expected a JSON object")
         if path == "/api/sql":
             return self.sql(req, body)
+        if path in viewer_api.ROUTES:
+            return self.viewer_api(req, path, body)
         return self.viewer(req, path, body)
 
     def get(self, req: Request, path: str, bearer: bool) -> Response:
@@ -121,6 +132,10 @@ class Admin:
         if path in STATIC_FILES:
             name, ctype = STATIC_FILES[path]
             return Response(200, (viewer.STATIC / name).read_bytes(), ctype)
+        if path.startswith("/js/") and (js := _module(path)) is not None:
+            return Response(200, js.read_bytes(), "text/javascript; charset=utf-8")
+        if path == "/api/status":  # like /healthz: whether the store answers, nothing from it
+            return _json(200, {"store": self.state.probe.status()})
         if path == "/api/session":
             return _json(200, {"authenticated": bearer or auth.cookie_ok(req.headers)})
         if path == "/api/dashboards":
@@ -180,8 +195,31 @@ class Admin:
         except (ValueError, QueryRefused) as e:
             return _json(400, {"error": str(e)})
         except Exception as e:
+            if viewer_api.unreachable(e):
+                return _json(503, {"error": f"store unreachable: {viewer_api.short(e)}", "store_unreachable": True})
             return _json(500, {"error": f"query failed: {_first_line(e)}"[:2000]})
         return _json(200, out)
+
+    def viewer_api(self, req: Request, path: str, body: dict[str, Any]) -> Response:
+        """The explain analyses, a call, a session (:mod:`.viewer_api`): ids and choices in, never SQL."""
+        reads = self.state.reads
+        assert reads is not None
+        tag = self._cancellable(req)
+
+        def query(sql: str, fmt: str, params: dict[str, str]) -> bytes:
+            return reads.run(sql, fmt, params, tag)
+
+        status, out = viewer_api.handle(path, query, body, self.state.grafana_url)
+        return _json(status, out)
+
+
+def _module(path: str) -> Path | None:
+    """A file of the viewer's modules, by its URL path; nothing outside ``static/js``."""
+    rel = path.removeprefix("/js/")
+    if not rel.endswith(".js") or ".." in rel or rel.startswith("/") or "\\" in rel:
+        return None
+    f = (STATIC_JS / rel).resolve()
+    return f if f.is_file() and STATIC_JS.resolve() in f.parents else None
 
 
 def _first_line(e: BaseException) -> str:

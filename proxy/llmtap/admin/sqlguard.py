@@ -61,6 +61,11 @@ class QueryRefused(ValueError):
 ReadOnlyViolation = QueryRefused
 
 
+def _store_away(e: BaseException) -> bool:
+    """The parser's engine could not be reached (a server store that is down), as opposed to refusing the text."""
+    return isinstance(e, (OSError, TimeoutError)) or type(e).__name__ == "OperationalError"  # clickhouse-connect
+
+
 class Parser(Protocol):
     """The engine's parser, reached with the query as a bound parameter (never as SQL)."""
 
@@ -315,10 +320,14 @@ class Guard:
         except QueryRefused:
             raise
         except Exception as e:
+            if _store_away(e):  # the engine did not answer: not a verdict on the query
+                raise
             raise _refuse(f"not a single valid statement: {_engine_message(e)}") from None
         try:
             tree = self.parser.syntax_tree(text)
         except Exception as e:
+            if _store_away(e):
+                raise
             raise _refuse(f"cannot parse the query: {_engine_message(e)}") from None
         if tree is None:
             if text in self.described():

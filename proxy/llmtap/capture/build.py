@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.base import ErrorInfo, Usage, collect_text, error_from_body
+from ..adapters.batch import BatchResults
 from ..adapters.timing import percentile
 from ..providers import is_plan_endpoint
 from ..record import CallRecord, cap_message
 from . import headers as hdr
 from . import identity, taxonomy
 from .clients import client_from_user_agent
-from .estimate import TokenEstimator
+from .estimate import HEURISTIC, TokenEstimator, heuristic_count
 from .tee import Capture, End
 
 
@@ -30,6 +31,7 @@ class CallContext:
     request: Any  # the parsed request body (None when it was not JSON)
     output_text: str  # the text the response carried (capped), for content capture
     request_headers: list[tuple[str, str]]
+    batch: BatchResults | None = None  # a batch call: what it said about its batch (and a download's items)
 
 
 def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[CallRecord, CallContext]:
@@ -85,8 +87,11 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
     _timings(r, cap)
     hdr.apply_response_headers(r, cap.resp_headers, obs.extra.get("provider_processing_ms"))
     _outcome(r, cap, end)
-    _usage(r, cap, estimator)
-    ctx = CallContext(cap.request_json, "".join(obs.output_text), f.headers)
+    _usage(r, cap, estimator, end)
+    batch = getattr(a, "batch", None)  # the batch adapters' (llmtap.adapters.batch)
+    ctx = CallContext(
+        cap.request_json, "".join(obs.output_text), f.headers, batch if isinstance(batch, BatchResults) else None
+    )
     return r, ctx
 
 
@@ -180,12 +185,16 @@ def _cut_short(cap: Capture, end: End) -> str:
     return ""
 
 
-def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> None:
+def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: End) -> None:
     """Provider usage as is; estimation fills what is missing and marks the row.
 
-    A stream that did not finish (cancelled, cut, failed mid-way) has at best a
-    partial usage report (Anthropic's ``message_start`` carries a placeholder
-    output count), so its output is estimated from the text actually seen.
+    A call the provider may have billed never has zero usage: a stream that did not finish
+    (cancelled, cut, failed mid-way) has at best a partial usage report (Anthropic's
+    ``message_start`` carries the input and a placeholder output count), and a request that got
+    no answer at all (a timeout, the client gone before the headers) has none. Input is then
+    counted from the request (tiktoken when it is available, else the marked heuristic), output
+    from the text actually seen; ``usage_source`` is ``partial`` when part of it is the
+    provider's, ``estimated`` when none is.
     """
     adapter = cap.adapter
     obs, req = adapter.obs, adapter.req
@@ -193,24 +202,27 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
     # A provider's closing usage report is final even when an error came with it (OpenRouter
     # reports usage in the chunk that carries the error).
     unfinished = cap.streamed and r.outcome != "ok" and not obs.usage_final
+    if not adapter.billable:  # a control call (a batch created or polled): nothing to bill
+        r.usage_source = "none"
+        return
     if usage is not None and not unfinished:
         r.usage_source = "provider"
-    elif usage is None and (r.status_code >= 400 or r.status_code == 0):
+    elif usage is None and not may_be_billed(r, end):
         r.usage_source = "none"
         return
     else:
         model = req.model or obs.response_model
         est_in = est_out = 0
         labels: list[str] = []
-        if estimator is not None:
-            if usage is None or usage.input == 0:
-                parts: list[str] = []  # the prompt's text, gathered only when it must be estimated
-                collect_text(cap.request_json, parts)
-                est_in, label = estimator.count("\n".join(parts), model)
-                labels.append(label)
-            if adapter.operation != "embeddings":
-                est_out, label = estimator.count("".join(obs.output_text), model)
-                labels.append(label)
+        count = estimator.count if estimator is not None else _heuristic
+        if usage is None or usage.input == 0:
+            parts: list[str] = []  # the prompt's text, gathered only when it must be estimated
+            collect_text(cap.request_json, parts)
+            est_in, label = count("\n".join(parts), model)
+            labels.append(label)
+        if adapter.operation != "embeddings":
+            est_out, label = count("".join(obs.output_text), model)
+            labels.append(label)
         base = usage or Usage()
         usage = Usage(
             input=base.input or est_in,
@@ -220,7 +232,7 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
             reasoning=base.reasoning,
             cache_write_1h=base.cache_write_1h,
         )
-        r.usage_source = "estimated"
+        r.usage_source = "partial" if base.input or base.output else "estimated"
         if labels:
             r.extra["usage_estimator"] = labels[-1]
     r.input_tokens, r.output_tokens = usage.input, usage.output
@@ -232,3 +244,34 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None) -> Non
         r.cost_source = "provider"
     if r.decode_ms and r.decode_ms > 0 and r.output_tokens:
         r.output_tokens_per_s = r.output_tokens / (r.decode_ms / 1000.0)
+
+
+def _heuristic(text: str, model: str) -> tuple[int, str]:
+    return heuristic_count(text), HEURISTIC
+
+
+# A request that never reached the provider (nothing to bill): the connection to it failed.
+_NOT_SENT = (
+    "connection refused",
+    "connect call failed",
+    "name or service not known",
+    "name resolution",
+    "failed to establish",
+    "no route to host",
+    "network is unreachable",
+    "certificate",
+    "tls",
+)
+
+
+def may_be_billed(r: CallRecord, end: End) -> bool:
+    """The provider may have billed the call: it answered 2xx (or opened a WebSocket), or the request
+    reached it and no answer came back (a timeout, the client gone before the headers, a reset)."""
+    if 200 <= r.status_code < 300 or r.status_code == 101:
+        return True
+    if r.status_code != 0:
+        return False  # an error status: not billed
+    if end.kind == "client_disconnected":
+        return True
+    low = end.message.lower()
+    return not any(s in low for s in _NOT_SENT)

@@ -38,7 +38,10 @@ MAX_ERROR_BODY = 1024 * 1024
 # record says so; the bytes keep flowing untouched), and decoded bytes per chunk on the event loop
 # (a compressed chunk that inflates further is inflated on the next chunk, or at the end on the worker).
 MAX_DECODED = 32 * 1024 * 1024
-LOOP_STEP = 32 * 1024
+# 8 KiB: mitmproxy drains a burst of buffered chunks without yielding, so a fast upstream (a 2 GiB
+# brotli SSE bomb: ~100 chunks at once) cost ~100 x this of parsing back to back: at 32 KiB another
+# stream's events arrived 100-380 ms late, at 8 KiB 10-30 ms (tests/e2e/test_hostile_traffic.py).
+LOOP_STEP = 8 * 1024
 # A stream whose decoding fell behind (only a bomb inflates that fast) is finished on the worker up to
 # this much more: parsing millions of tiny events there would hold the GIL the event loop needs.
 MAX_DEFERRED_STREAM = 1024 * 1024

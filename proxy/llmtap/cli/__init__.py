@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
 from ..startup import StartupError
 from ..telemetry.logs import setup_logging
-from . import execcmd, query, tools
+from . import execcmd, explain, query, reconcile, tools
 from .parser import UsageError, build_parser
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -17,6 +18,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sql": query.cmd_sql,
     "report": query.cmd_report,
     "check-cost": query.cmd_check_cost,
+    "explain-cost": explain.cmd_explain_cost,
+    "explain-latency": explain.cmd_explain_latency,
+    "reconcile": reconcile.cmd_reconcile,
     "schema": tools.cmd_schema,
     "ca": tools.cmd_ca,
     "env": tools.cmd_env,
@@ -37,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, StartupError) as e:
         print(f"llmtap {args.command}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `llmtap ... | head`: the reader went away, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

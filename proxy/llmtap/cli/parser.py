@@ -261,6 +261,21 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         help="days otel_traces rows are kept, 0 = forever (default)",
     )
     run.add_argument(
+        "--alert-webhook",
+        default=env("alert-webhook", ""),
+        help="POST alerts (the baseline rules, evaluated here) to this URL as Slack-compatible JSON",
+    )
+    run.add_argument(
+        "--alert-interval",
+        default=env("alert-interval", "60s"),
+        help="how often the alert rules are evaluated (default 60s)",
+    )
+    run.add_argument(
+        "--grafana-url",
+        default=env("grafana-url", ""),
+        help="Grafana's base URL: the viewer's call page links to its trace view there",
+    )
+    run.add_argument(
         "--calls-retention-days",
         type=number("--calls-retention-days", int, 0),
         default=env("calls-retention-days", "0"),
@@ -333,10 +348,23 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exit 0 when there is nothing to compare (default: exit {EXIT_NOTHING_TO_COMPARE})",
     )
 
+    from .explain import add_parsers as explain_parsers
+
+    explain_parsers(sub, [logp, adminp, storep])
+
     rp = sub.add_parser(
         "report", parents=[logp, adminp, storep], help="a terminal summary of calls, cost, latency and errors"
     )
     rp.add_argument("--since", default="24h", help="time range back from now (e.g. 1h, 7d)")
+
+    rc = sub.add_parser(
+        "reconcile",
+        parents=[logp, adminp, storep],
+        help="tracked cost vs the provider's cost report, per day and model (exit 1 below --min-capture)",
+    )
+    from .reconcile import add_arguments as reconcile_arguments
+
+    reconcile_arguments(rc)
 
     dm = sub.add_parser("demo", parents=[logp], help="mock provider + sidecar + live traffic: filled dashboards")
     demo.add_arguments(dm)

@@ -140,6 +140,11 @@ def run_query(args: argparse.Namespace, sql: str, fmt: str, params: dict[str, st
         if res is None:
             fail(f"--admin {src.admin}: the sidecar stopped answering")
         status, body = res
+        if status == 401:
+            fail(
+                f"--admin {src.admin}: that sidecar wants its admin token: pass --admin-token TOKEN, or the "
+                "sidecar's --data-dir (its admin-token file is read)"
+            )
         if status != 200:
             fail(body.decode(errors="replace").strip())
         return body

@@ -25,6 +25,18 @@ def _token(token: str, path: str) -> str:
     return _secret(token, path, "--admin-token-file")
 
 
+def _alert_interval(text: str) -> float:
+    from ..durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        fail(f"--alert-interval: {e}")
+    if seconds < 1:
+        fail("--alert-interval must be at least 1s")
+    return seconds
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..app import RunConfig, run
     from ..store import StoreURLError
@@ -54,6 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_client_connections=args.max_client_connections,
         client_header_timeout=args.client_header_timeout,
         drain_timeout=args.drain_timeout,
+        alert_webhook=args.alert_webhook,
+        alert_interval_s=_alert_interval(args.alert_interval),
+        grafana_url=args.grafana_url,
     )
     for spec in cfg.intercept:
         try:

@@ -14,8 +14,9 @@ class Backend(Protocol):
     def insert_rows(self, rows: list[bytes], token: str) -> None:
         """Insert ``otel_traces`` rows (RowBinary, see :mod:`.rowbinary`); ``token`` deduplicates a re-sent batch."""
 
-    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
-        """llmtap's own SQL (schema, tools): never a query someone else wrote."""
+    def query(self, sql: str, fmt: str = "JSONEachRow", params: dict[str, str] | None = None) -> bytes:
+        """llmtap's own SQL (schema, tools): never a query someone else wrote; ``params`` are bound as
+        ClickHouse query parameters (``{name:Type}`` in the SQL)."""
         ...
 
     # The read side (see :mod:`.readonly`): the engine's parser, and checked queries run read-only,

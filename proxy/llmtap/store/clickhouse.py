@@ -193,12 +193,12 @@ class ClickHouseBackend:
                 self._reset()
                 raise
 
-    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
-        """llmtap's own SQL (tools): never a query someone else wrote."""
+    def query(self, sql: str, fmt: str = "JSONEachRow", params: dict[str, str] | None = None) -> bytes:
+        """llmtap's own SQL (tools): never a query someone else wrote; ``params`` bound by the server."""
         with self._lock:
             try:
                 c = self._ensure()
-                return bytes(c.raw_query(sql, fmt=fmt))
+                return bytes(c.raw_query(sql, parameters=params or None, fmt=fmt))
             except Exception:
                 self._reset()
                 raise

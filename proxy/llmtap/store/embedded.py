@@ -95,10 +95,10 @@ class ChdbBackend:
             [rowbinary.encode(r) for r in rows], token or f"adhoc:{id(rows)}:{len(rows)}:{time.monotonic_ns()}"
         )
 
-    def query(self, sql: str, fmt: str = "JSONEachRow") -> bytes:
+    def query(self, sql: str, fmt: str = "JSONEachRow", params: dict[str, str] | None = None) -> bytes:
         """llmtap's own SQL (schema, tools, tests) on the writer's session: never a user's query."""
         with self._lock:
-            res = self._session.query(sql, fmt)
+            res = self._session.query(sql, fmt, params=params) if params else self._session.query(sql, fmt)
         return bytes(res.bytes()) if res is not None else b""
 
     # -- the read side: admin queries ------------------------------------------------------------

@@ -188,7 +188,8 @@ class Metrics:
                 self.tokens.labels(p, m, kind).inc(n)
         if rec.cost_usd:
             self.cost.labels(p, m).inc(rec.cost_usd)
-        self.duration.labels(p, m, rec.operation, rec.outcome).observe(rec.duration_ms / 1000.0)
+        if not (rec.billing == "batch" and rec.duration_ms == 0):  # a batch item's duration is unknown
+            self.duration.labels(p, m, rec.operation, rec.outcome).observe(rec.duration_ms / 1000.0)
         if rec.ttft_ms is not None:
             self.ttft.labels(p, m).observe(rec.ttft_ms / 1000.0)
         if gaps_s:

@@ -3,32 +3,55 @@
 ``cost_usd`` stays ``None`` (NULL) when no price is known, never 0. A cost the
 provider reported itself (OpenRouter ``usage.cost``) is kept as is.
 
-Price file (``--prices FILE``, JSON or TOML), prices in USD per million tokens::
+Every pricing dimension the record knows is passed on (genai-prices ``price_context`` and usage):
+the tier that *served* the call (``service_tier``: the response's, else the requested one, so
+``flex`` is about half price and ``priority`` about double), batch processing (``billing = batch``
+or a ``batch`` tier: ``processing = batch``), the 5-minute / 1-hour split of cache writes
+(``cache_write_tokens`` with its ``cache_write_1h_tokens`` subset) and the total input, which
+picks a long-context tier (e.g. over 200k input tokens every token is billed at the tier price).
+A provider llmtap does not know (an OpenAI-compatible gateway, ``openai_compatible``) and a plan
+reselling other providers' models (Copilot) are priced by the model name alone:
+``cost_source = genai-prices:model``. ``price_version`` is the genai-prices package version
+(its bundled price data), or the price file's content hash.
+
+Price file (``--prices FILE``, JSON or TOML), prices in USD per million tokens; the first rule that
+matches a call wins (put tier-specific rules first)::
 
     [[price]]
     provider = "vllm"            # optional; "*" or absent matches any provider
     model = "llama-3.1-70b*"     # exact name or shell-style pattern
+    service_tier = "flex"        # optional: only calls served at this tier
     input_mtok = 0.50
     output_mtok = 1.00
     cache_read_mtok = 0.05       # optional, default: input_mtok
-    cache_write_mtok = 0.60      # optional, default: input_mtok
+    cache_write_mtok = 0.60      # optional, default: input_mtok (5-minute writes)
+    cache_write_1h_mtok = 1.00   # optional, default: cache_write_mtok (1-hour writes)
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import logging
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..providers import genai_prices_id, priced_by_model
+from ..providers import genai_prices_id, priced_by_model, self_hosted
 from ..record import CallRecord, CostSource
 
 log = logging.getLogger("llmtap.pricing")
+
+MAX_REMEMBERED = 10_000  # (provider, model) lookups remembered, known or unknown (model names come from requests)
+
+LookupResult = Literal["hit", "model_only", "miss"]
+"""``llmtap_price_lookups_total{result}``: priced with the provider's price (or a price file), priced
+by the model name alone, or not priced."""
 
 
 class PriceFileError(ValueError):
@@ -43,17 +66,30 @@ class PriceRule:
     provider: str = "*"
     cache_read_mtok: float | None = None
     cache_write_mtok: float | None = None
+    service_tier: str = ""  # '' matches every tier
+    cache_write_1h_mtok: float | None = None
+    version: str = ""  # the price file's content hash (price_version)
 
-    def matches(self, provider: str, model: str) -> bool:
-        return (self.provider in ("*", "", provider)) and fnmatch.fnmatchcase(model, self.model)
+    def matches(self, provider: str, model: str, tier: str = "") -> bool:
+        return (
+            (self.provider in ("*", "", provider))
+            and (not self.service_tier or self.service_tier == tier)
+            and fnmatch.fnmatchcase(model, self.model)
+        )
+
+
+def _opt(entry: dict[str, Any], key: str) -> float | None:
+    return float(entry[key]) if key in entry else None
 
 
 def load_price_file(path: Path) -> list[PriceRule]:
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
+        text = raw.decode()
         data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (OSError, ValueError) as e:
         raise PriceFileError(f"cannot read price file {path}: {e}") from None
+    version = hashlib.sha256(raw).hexdigest()[:12]
     entries = data.get("price") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise PriceFileError(f"{path}: expected a list of prices under 'price'")
@@ -66,15 +102,34 @@ def load_price_file(path: Path) -> list[PriceRule]:
                     provider=str(entry.get("provider", "*")),
                     input_mtok=float(entry["input_mtok"]),
                     output_mtok=float(entry["output_mtok"]),
-                    cache_read_mtok=float(entry["cache_read_mtok"]) if "cache_read_mtok" in entry else None,
-                    cache_write_mtok=float(entry["cache_write_mtok"]) if "cache_write_mtok" in entry else None,
+                    cache_read_mtok=_opt(entry, "cache_read_mtok"),
+                    cache_write_mtok=_opt(entry, "cache_write_mtok"),
+                    service_tier=str(entry.get("service_tier", "")),
+                    cache_write_1h_mtok=_opt(entry, "cache_write_1h_mtok"),
+                    version=version,
                 )
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise PriceFileError(
                 f"{path}: price #{i + 1} is invalid ({err!r}); needs model, input_mtok, output_mtok"
             ) from None
     return rules
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """A usage to price, in the contract's terms (``input`` includes cache reads and writes)."""
+
+    input: int
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0  # subset of cache_write
+
+    @classmethod
+    def of(cls, r: CallRecord) -> Tokens:
+        cw = r.cache_write_tokens
+        return cls(r.input_tokens, r.output_tokens, r.cache_read_tokens, cw, min(r.cache_write_1h_tokens, cw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,34 +139,157 @@ class Price:
     output: float
     source: CostSource
     uncached_input: float  # the input at the uncached input price, every token (no cache read or write)
+    version: str = ""
+
+
+class Quote:
+    """One price sheet resolved for one call (a price-file rule, or a genai-prices model in a context)."""
+
+    source: CostSource
+    version: str
+
+    def __call__(self, t: Tokens) -> tuple[float, float]:
+        """``(input USD, output USD)`` for ``t``."""
+        raise NotImplementedError
+
+
+class RuleQuote(Quote):
+    def __init__(self, rule: PriceRule) -> None:
+        self.rule, self.source, self.version = rule, "price_file", rule.version
+
+    def __call__(self, t: Tokens) -> tuple[float, float]:
+        rule = self.rule
+        cr = rule.cache_read_mtok if rule.cache_read_mtok is not None else rule.input_mtok
+        cw = rule.cache_write_mtok if rule.cache_write_mtok is not None else rule.input_mtok
+        cw1h = rule.cache_write_1h_mtok if rule.cache_write_1h_mtok is not None else cw
+        uncached = max(t.input - t.cache_read - t.cache_write, 0)
+        c1h = min(t.cache_write_1h, t.cache_write)
+        inp = uncached * rule.input_mtok + t.cache_read * cr + (t.cache_write - c1h) * cw + c1h * cw1h
+        return inp / 1e6, t.output * rule.output_mtok / 1e6
+
+
+class GenaiQuote(Quote):
+    """genai-prices for ``model`` at ``provider_id`` (``None``: found by the model name alone)."""
+
+    def __init__(self, provider_id: str | None, model: str, context: dict[str, str], when: datetime) -> None:
+        from genai_prices import __version__
+
+        self.provider_id, self.model, self.context, self.when = provider_id, model, context, when
+        self.source = "genai-prices" if provider_id else "genai-prices:model"
+        self.version = __version__
+
+    def __call__(self, t: Tokens) -> tuple[float, float]:
+        from genai_prices import Usage, calc_price
+
+        usage = Usage(
+            input_tokens=t.input,
+            output_tokens=t.output,
+            cache_read_tokens=t.cache_read or None,
+            cache_write_tokens=t.cache_write or None,
+            cache_write_1h_tokens=min(t.cache_write_1h, t.cache_write) or None,
+        )
+        calc = calc_price(
+            usage,
+            model_ref=self.model,
+            provider_id=self.provider_id,
+            genai_request_timestamp=self.when,
+            price_context=self.context or None,
+        )
+        return float(calc.input_price), float(calc.output_price)
+
+
+def price_context(r: CallRecord) -> dict[str, str]:
+    """genai-prices' request context: batch processing, else the served tier.
+
+    A batch item's body still names a tier (OpenAI's say ``default``), but a batch is billed at the
+    batch price alone: genai-prices resolves each price from the first matching variant, and a
+    ``service_tier = default`` variant would hide the batch one."""
+    tier = r.service_tier.lower()
+    if r.billing == "batch" or tier == "batch":
+        return {"processing": "batch"}
+    return {"service_tier": tier} if tier else {}
 
 
 class Pricer:
-    def __init__(self, rules: list[PriceRule] | None = None) -> None:
+    """The pricing :class:`~llmtap.pipeline.Enricher`. ``on_lookup`` counts each lookup's result
+    (``llmtap_price_lookups_total``) without this module depending on the metrics."""
+
+    def __init__(
+        self, rules: list[PriceRule] | None = None, on_lookup: Callable[[LookupResult], None] | None = None
+    ) -> None:
         self.rules = rules or []
+        self.on_lookup = on_lookup
         self._unknown: set[tuple[str | None, str]] = set()
+        self._known: set[tuple[str | None, str]] = set()
         self._lock = threading.Lock()
 
-    def price(self, r: CallRecord) -> Price | None:
+    def quote(self, r: CallRecord) -> Quote | None:
+        """The price sheet for ``r``'s model, provider and tier; ``None``: no price is known."""
         models = [m for m in (r.response_model, r.request_model) if m]
         for model in models:
             for rule in self.rules:
-                if rule.matches(r.provider, model):
-                    return _rule_price(rule, r)
-        provider_id = genai_prices_id(r.provider)  # self-hosted servers: price files only
-        if provider_id is None and not priced_by_model(r.provider):
+                if rule.matches(r.provider, model, r.service_tier):
+                    return RuleQuote(rule)
+        if self_hosted(r.provider):  # a server of one's own: price files only
             return None
+        provider_id = None if priced_by_model(r.provider) else genai_prices_id(r.provider)
+        when = datetime.fromtimestamp(r.timestamp, UTC) if r.timestamp > 0 else datetime.now(UTC)
+        context = price_context(r)
         for model in models:
             key = (provider_id, model)
+            q = GenaiQuote(provider_id, model, context, when)
             with self._lock:
                 if key in self._unknown:
                     continue
-            p = _genai_price(provider_id, model, r)
-            if p is not None:
-                return p
+                if key in self._known:
+                    return q
+            try:
+                q(Tokens(1))
+                with self._lock:
+                    self._remember(self._known, key)
+                return q
+            except LookupError:
+                pass
+            except Exception as e:  # a price source bug must not lose the record
+                log.warning("genai-prices failed for %s/%s: %s", provider_id, model, e)
+                continue
             with self._lock:
-                self._unknown.add(key)
+                self._remember(self._unknown, key)
         return None
+
+    @staticmethod
+    def _remember(seen: set[tuple[str | None, str]], key: tuple[str | None, str]) -> None:
+        if len(seen) >= MAX_REMEMBERED:  # bounded: arbitrary model names must not grow it without end
+            seen.clear()
+        seen.add(key)
+
+    def price(self, r: CallRecord) -> Price | None:
+        q = self.quote(r)
+        if q is None:
+            return None
+        t = Tokens.of(r)
+        try:
+            inp, out = q(t)
+            uncached = inp
+            if t.cache_read or t.cache_write:  # the same input, priced as if no cache were in use
+                uncached = q(Tokens(t.input))[0]
+        except Exception as e:  # inconsistent usage (a subset larger than its total), a price source bug
+            log.warning("pricing %s/%s failed: %s", r.provider, r.response_model or r.request_model, e)
+            return None
+        return Price(inp + out, inp, out, q.source, uncached, q.version)
+
+    def cache_read_saving(self, r: CallRecord, tokens: int) -> float | None:
+        """What ``tokens`` of ``r``'s input would have cost less read from the cache than sent
+        uncached: ``tokens * (input price - cache-read price)`` at ``r``'s model, tier and context
+        length. ``None``: no price is known."""
+        q = self.quote(r)
+        if q is None:
+            return None
+        total = max(r.input_tokens, tokens)
+        try:
+            return max(q(Tokens(total))[0] - q(Tokens(total, cache_read=tokens))[0], 0.0)
+        except Exception:
+            return None
 
     def enrich(self, r: CallRecord, ctx: object = None) -> None:
         """The :class:`~llmtap.pipeline.Enricher` face of :meth:`apply`."""
@@ -124,41 +302,7 @@ class Pricer:
         if p is not None:
             r.cost_usd, r.input_cost_usd, r.output_cost_usd = p.total, p.input, p.output
             r.uncached_input_cost_usd = p.uncached_input
-            r.cost_source = p.source
-
-
-def _rule_price(rule: PriceRule, r: CallRecord) -> Price:
-    cr = rule.cache_read_mtok if rule.cache_read_mtok is not None else rule.input_mtok
-    cw = rule.cache_write_mtok if rule.cache_write_mtok is not None else rule.input_mtok
-    uncached = max(r.input_tokens - r.cache_read_tokens - r.cache_write_tokens, 0)
-    inp = (uncached * rule.input_mtok + r.cache_read_tokens * cr + r.cache_write_tokens * cw) / 1e6
-    out = r.output_tokens * rule.output_mtok / 1e6
-    return Price(inp + out, inp, out, "price_file", r.input_tokens * rule.input_mtok / 1e6)
-
-
-def _genai_price(provider_id: str | None, model: str, r: CallRecord) -> Price | None:
-    """``provider_id`` ``None``: the model name alone picks the price (``genai-prices:model``)."""
-    from genai_prices import Usage, calc_price
-
-    usage = Usage(
-        input_tokens=r.input_tokens,
-        output_tokens=r.output_tokens,
-        cache_read_tokens=r.cache_read_tokens or None,
-        cache_write_tokens=r.cache_write_tokens or None,
-    )
-    try:
-        calc = calc_price(usage, model_ref=model, provider_id=provider_id)
-    except LookupError:
-        return None
-    except Exception as e:  # a price source bug must not lose the record
-        log.warning("genai-prices failed for %s/%s: %s", provider_id, model, e)
-        return None
-    uncached = float(calc.input_price)
-    if r.cache_read_tokens or r.cache_write_tokens:  # the same input, priced as if no cache were in use
-        try:
-            no_cache = calc_price(Usage(input_tokens=r.input_tokens), model_ref=model, provider_id=provider_id)
-            uncached = float(no_cache.input_price)
-        except Exception:
-            uncached = float(calc.input_price)
-    source: CostSource = "genai-prices" if provider_id else "genai-prices:model"
-    return Price(float(calc.total_price), float(calc.input_price), float(calc.output_price), source, uncached)
+            r.cost_source, r.price_version = p.source, p.version
+        if self.on_lookup is not None:
+            result: LookupResult = "miss" if p is None else "model_only" if p.source == "genai-prices:model" else "hit"
+            self.on_lookup(result)

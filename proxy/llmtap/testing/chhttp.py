@@ -3,7 +3,8 @@
 It speaks the part of the HTTP interface that clickhouse-connect uses: the query in
 the ``query`` URL parameter and/or the body, data for INSERTs in the body (text formats,
 RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or not),
-``database`` (else the user's default database, per request), ``default_format``, basic or
+``database`` (else the user's default database, per request), ``default_format``, a ``multipart/form-data``
+body (the query and its parameters as form fields: clickhouse-connect sends large parameters so), basic or
 X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
 ``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
 after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
@@ -54,6 +55,21 @@ _FORMAT_RE = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
 # INSERT ... FORMAT <binary format>, in the query parameter or on the body's first line before the data
 _INPUT_RE = re.compile(r"\binput\(\s*('(?:[^'\\]|\\.)*')\s*\)", re.I)
 _BINARY_INSERT_RE = re.compile(rb"^\s*(INSERT\b[^\n]*?)\s+FORMAT\s+(RowBinary\w*|Native)[ \t]*(?:\r?\n|$)", re.I)
+
+
+def _form_fields(ctype: str, body: bytes) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body (``query`` and ``param_<name>``), as a server reads them."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    fields: dict[str, str] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if isinstance(name, str):
+            payload = part.get_payload(decode=True)
+            fields[name] = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+    return fields
 
 
 def main() -> None:
@@ -144,6 +160,10 @@ def main() -> None:
                 import lz4.frame
 
                 body = lz4.frame.decompress(body)
+            ctype = self.headers.get("Content-Type", "")
+            if ctype.lower().startswith("multipart/form-data"):  # what clickhouse-connect sends for large params
+                params.update(_form_fields(ctype, body))
+                body = b""
             query = params.get("query", "")
             binary = _BINARY_INSERT_RE.match(query.encode()) if query else _BINARY_INSERT_RE.match(body)
             data: bytes | memoryview = body

@@ -1,7 +1,8 @@
 """Synthetic but realistic call records: for the demo's history, the dashboard tests and the benchmarks.
 
 Traffic follows a daily cycle, spreads over providers, models, features, users and keys, and
-includes cache hits, reasoning, errors of every kind, cancellations and truncations. A cost
+includes cache hits, reasoning, errors of every kind (rate limits, overloads and server errors are retried:
+the same request again, ``attempt`` 2, 3, …), cancellations and truncations. A cost
 regression can be planted: one feature's calls cost ``factor`` times more in the last hour.
 Costs come from the same pricer the sidecar uses.
 """
@@ -9,6 +10,7 @@ Costs come from the same pricer the sidecar uses.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
 import random
@@ -18,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..record import CallRecord, ErrorType
+from ..record import CacheMissReason, CallRecord, ErrorType
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
 
@@ -32,6 +34,7 @@ MODELS = [  # provider, api, request model, response model, weight, mean output 
 ]
 FEATURES = ["search", "summarize", "chat", "extract", "classify"]
 SERVICES = ["checkout-api", "support-bot", "search-svc"]
+RETRIED = ("rate_limited", "overloaded", "server_error")  # errors a client retries
 ERRORS: list[tuple[ErrorType, int, str]] = [
     ("rate_limited", 429, "rate_limit_exceeded"),
     ("quota_exhausted", 429, "insufficient_quota"),
@@ -72,6 +75,11 @@ class LinearPrices:
             setattr(probe, k, v)
         p = self.pricer.price(probe)
         return None if p is None else (p.input, p.output)
+
+    def cache_read_saving(self, r: CallRecord, tokens: int) -> float | None:
+        """What ``tokens`` would have cost less read from the cache (after :meth:`apply` saw the model)."""
+        rates = self._rates.get((r.provider, r.request_model, r.response_model))
+        return None if rates is None else tokens * (rates[0] - rates[1])
 
     def apply(self, r: CallRecord) -> None:
         if r.cost_usd is not None or r.usage_source == "none":
@@ -119,6 +127,8 @@ def generate(
     """``steady``: uniform times, constant token counts, no errors — for deterministic baselines."""
     rnd = random.Random(seed)
     who = random.Random(seed + 1)  # the calling tool and plan: its own draws, the rest stays as it was
+    retries = random.Random(seed + 2)  # the retries' own draws too
+    dims = random.Random(seed + 3)  # the cost dimensions (unpriced models, cache misses): their own too
     prices = LinearPrices(pricer or Pricer())
     weights = [m[4] for m in MODELS]
     for _ in range(n):
@@ -180,6 +190,8 @@ def generate(
         r.overhead_ms = 0.08 + 0.006 * r.content_events  # llmtap's own loop time: hooks + per event (no rnd draw)
         r.finish_reason, r.finish_reason_raw = ("", "") if embeddings else ("stop", "stop")
         roll = 1.0 if steady else rnd.random()
+        _unpriced(r, dims, steady)
+        clean = dataclasses.replace(r, extra={}, gaps_s=[])  # the call as it succeeds, for its retry
         if roll < 0.06:
             etype, status, code = rnd.choice(ERRORS)
             r.outcome, r.error_type, r.error_code, r.status_code = "error", etype, code, status
@@ -189,7 +201,8 @@ def generate(
                 r.input_tokens = r.output_tokens = r.cache_read_tokens = r.reasoning_tokens = 0
                 r.usage_source, r.ttft_ms, r.decode_ms, r.content_events = "none", None, None, 0
                 r.itl_p50_ms = r.itl_p95_ms = r.itl_max_ms = r.output_tokens_per_s = None
-                r.finish_reason = ""
+                r.finish_reason = r.finish_reason_raw = ""
+                r.duration_ms = (r.ttfb_ms or 0) + rnd.uniform(1, 20)  # an error status comes back at once
             else:
                 r.mid_stream_error, r.finish_reason = True, "error"
         elif roll < 0.08 and r.stream:
@@ -198,19 +211,75 @@ def generate(
             r.finish_reason, r.finish_reason_raw = "length", "length" if provider == "openai" else "max_tokens"
         elif roll < 0.12 and not embeddings:
             r.finish_reason, r.tool_calls = "tool_calls", 1
-        if roll > 0.995:  # a retry storm: the same request over and over
-            r.request_hash = "f" * 32
         _caller(r, who)
-        prices.apply(r)
-        if regression and r.feature == regression.feature and ts > end - regression.window_s and r.cost_usd is not None:
-            r.input_tokens = int(r.input_tokens * regression.factor)
-            r.output_tokens = int(r.output_tokens * regression.factor)
-            r.cost_usd *= regression.factor
-            r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
-            r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
-            if r.uncached_input_cost_usd is not None:
-                r.uncached_input_cost_usd *= regression.factor
+        _price(r, prices, regression, end)
+        _cache_miss(r, dims, prices, steady)
         yield r
+        if r.outcome == "error" and r.error_type in RETRIED:
+            # a client that retries: the same request (same hash, same key) after its backoff, until it works
+            t = ts + r.duration_ms / 1000
+            for attempt in range(2, 2 + retries.choice([1, 1, 1, 2, 3])):
+                t += r.retry_after_s or retries.uniform(0.5, 4.0)
+                again = dataclasses.replace(
+                    clean, timestamp=t, attempt=attempt, trace_id=secrets.token_hex(16), span_id=secrets.token_hex(8)
+                )
+                for k in ("client_name", "client_version", "billing", "transport", "connection_id"):
+                    setattr(again, k, getattr(r, k))  # the same caller sends it again
+                again.ratelimit_headers = dict(r.ratelimit_headers)
+                failed_again = retries.random() < 0.35
+                if failed_again:
+                    again.outcome, again.error_type, again.status_code = "error", r.error_type, r.status_code
+                    again.error_code, again.error_message = r.error_code, r.error_message
+                    again.input_tokens = again.output_tokens = again.cache_read_tokens = again.reasoning_tokens = 0
+                    again.usage_source, again.ttft_ms, again.decode_ms, again.content_events = "none", None, None, 0
+                    again.itl_p50_ms = again.itl_p95_ms = again.itl_max_ms = again.output_tokens_per_s = None
+                    again.finish_reason = again.finish_reason_raw = ""
+                    again.duration_ms = r.duration_ms
+                _price(again, prices, regression, end)
+                yield again
+                t += again.duration_ms / 1000
+                if not failed_again:
+                    break
+
+
+def _price(r: CallRecord, prices: LinearPrices, regression: Regression | None, end: float) -> None:
+    prices.apply(r)
+    if regression and r.feature == regression.feature and r.timestamp > end - regression.window_s and r.cost_usd:
+        r.input_tokens = int(r.input_tokens * regression.factor)
+        r.output_tokens = int(r.output_tokens * regression.factor)
+        r.cost_usd *= regression.factor
+        r.input_cost_usd = (r.input_cost_usd or 0) * regression.factor
+        r.output_cost_usd = (r.output_cost_usd or 0) * regression.factor
+        if r.uncached_input_cost_usd is not None:
+            r.uncached_input_cost_usd *= regression.factor
+
+
+def _unpriced(r: CallRecord, rnd: random.Random, steady: bool) -> None:
+    """A model no price source knows (0.5% of chat calls): the cost page lists it with its call count."""
+    if not steady and r.operation == "chat" and rnd.random() < 0.005:
+        r.request_model = r.response_model = "ft:internal-preview-" + ("a" if r.provider == "openai" else "b")
+
+
+_MISSES: tuple[CacheMissReason, ...] = (
+    "tools_changed",
+    "system_changed",
+    "history_changed",
+    "ttl_expired",
+    "model_changed",
+    "unknown",
+)
+
+
+def _cache_miss(r: CallRecord, rnd: random.Random, prices: LinearPrices, steady: bool) -> None:
+    """Anthropic calls that write the cache: a first call or a miss (a reason, priced as the
+    forensics price it); the others of a caching session: hits."""
+    if steady or r.provider != "anthropic" or r.outcome != "ok":
+        return
+    if r.cache_write_tokens:
+        r.cache_miss_reason = "first_call" if rnd.random() < 0.3 else rnd.choice(_MISSES)
+        r.cache_miss_cost_usd = prices.cache_read_saving(r, r.cache_write_tokens)
+    elif r.cache_read_tokens:
+        r.cache_miss_cost_usd = 0.0
 
 
 def _caller(r: CallRecord, rnd: random.Random) -> None:
@@ -283,6 +352,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=0,
         help="also CALLS steady calls in the last hour and the same hour on each of the previous days",
     )
+    ap.add_argument(
+        "--scenario",
+        choices=("", "explain", "errors"),
+        default="",
+        help="explain: eight days with known cost drivers and a TTFB regression; errors: an error burst in the "
+        "last 14 minutes (see llmtap.testing.scenarios)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,7 +392,17 @@ def run(args: argparse.Namespace) -> int:
     total = 0
     end = time.time()
     background = rows(args.calls, args.days, end=end, regression=reg, avoid_windows=args.windows > 0)
-    for row in itertools.chain(background, window_rows(args.windows, int(args.days), regression=reg, end=end)):
+    planted: Iterator[dict[str, object]] = iter(())
+    if getattr(args, "scenario", "") == "explain":
+        from .scenarios import explain_records
+
+        planted = (otel_traces_row(r) for r in explain_records(end))
+    elif getattr(args, "scenario", "") == "errors":
+        from .scenarios import error_burst_records
+
+        planted = (otel_traces_row(r) for r in error_burst_records(end))
+    windows = window_rows(args.windows, int(args.days), regression=reg, end=end)
+    for row in itertools.chain(background, windows, planted):
         batch.append(rowbinary.encode(row))
         if len(batch) >= 10000:
             backend.insert_rows(batch, f"seed:{secrets.token_hex(8)}")

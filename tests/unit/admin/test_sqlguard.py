@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from llmtap.admin import QueryRefused, Reads, queries, viewer
+from llmtap.admin import QueryRefused, Reads, pages, queries, viewer
+from llmtap.admin.explain import Periods
+from llmtap.admin.explain_sql import explain_cost_sql
+from llmtap.admin.latency_sql import explain_latency_sql
 from llmtap.admin.sqlfunctions import DATA, classify, engine_functions, load
 from llmtap.admin.sqlguard import ALLOWED_TABLES
 from llmtap.store.embedded import ChdbBackend
@@ -188,7 +191,8 @@ def test_the_function_list_is_the_engine_s(inproc_store: ChdbBackend) -> None:
 
 def test_panels_variables_and_analysis_sql_all_pass(reads: Reads) -> None:
     """The guard refuses none of llmtap's own SQL: every panel and variable of every dashboard, the alert
-    rules, report and check-cost (run on the store, so the engine accepts them too)."""
+    rules, report, check-cost, explain-cost/-latency and the call and session pages (run on the store, so the
+    engine accepts them too)."""
     boards = viewer.load_dashboards()
 
     def run(sql: str, fmt: str, params: dict[str, str]) -> bytes:
@@ -209,6 +213,15 @@ def test_panels_variables_and_analysis_sql_all_pass(reads: Reads) -> None:
     for sql in queries.report_sql(86400).values():
         reads.run(sql, "JSONEachRow")
     reads.run(queries.cost_regression_sql(where="service = {service:String}"), "JSONEachRow", {"service": "x"})
+    # the viewer's own pages: the explain analyses (every dimension, both baselines) and a call, a session
+    for by in (["model", "feature"], ["provider"], ["service"], ["user"], ["key"], ["tenant"]):
+        for periods in (Periods.parse("24h", "7d"), Periods.parse("1h", "previous")):
+            reads.run(explain_cost_sql(by, **periods.sql_args()), "JSONEachRow")
+    for metric in ("duration", "ttft"):
+        reads.run(explain_latency_sql(metric=metric), "JSONEachRow")
+    for sql in (pages.CALL_SQL, pages.ATTEMPTS_SQL, pages.CONTENT_SQL):
+        reads.run(sql, "JSONEachRow", {"trace_id": "x' OR 1=1 --"})
+    reads.run(pages.SESSION_SQL, "JSONEachRow", {"session_id": "x' OR 1=1 --"})
     assert n > 50
 
 

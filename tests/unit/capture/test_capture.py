@@ -216,3 +216,44 @@ def test_buffered_json_bodies_share_one_bound() -> None:
     for b in bodies:
         b.flush()
     assert BUFFERED.used == 0
+
+
+def test_a_compressed_stream_arriving_at_once_is_parsed_whole() -> None:
+    """The event loop parses at most LOOP_STEP decoded bytes per chunk; a real compressed stream that arrives
+    in one burst (a buffering proxy, a replay) inflates faster than that: the rest is parsed on the worker,
+    and the record still has every event and the usage."""
+    import gzip
+
+    from llmtap.capture import tee
+
+    n = 3000
+    events = [
+        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+         "choices": [{"index": 0, "delta": {"content": f" word{i}"}, "finish_reason": None}]}
+        for i in range(n)
+    ]  # fmt: skip
+    events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})  # fmt: skip
+    usage = {"prompt_tokens": 31, "completion_tokens": n, "total_tokens": 31 + n}
+    events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                   "choices": [], "usage": usage})  # fmt: skip
+    raw = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    wire = gzip.compress(raw)
+    assert len(raw) > 40 * tee.LOOP_STEP and len(raw) < tee.MAX_DEFERRED_STREAM  # inflates far faster than a step
+    body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    match = route("POST", "api.openai.com", "/v1/chat/completions", frozenset())
+    assert match is not None
+    now = time.monotonic()
+    facts = RequestFacts(
+        method="POST", host="api.openai.com", port=443, path="/v1/chat/completions", headers=[],
+        body=json.dumps(body).encode(), start_wall=time.time(), start_mono=now, provider=match.provider,
+        api=match.api, trace_id="a" * 32, span_id="b" * 16,
+    )  # fmt: skip
+    cap = Capture(facts, match.adapter())
+    cap.on_response_headers(200, [("content-type", "text/event-stream"), ("content-encoding", "gzip")], now)
+    for i in range(0, len(wire), 16 * 1024):
+        assert cap.tee(wire[i : i + 16 * 1024]) == wire[i : i + 16 * 1024]
+    cap.tee(b"")
+    rec = build(cap, End("complete", time.monotonic()), OFFLINE)[0]
+    assert (rec.output_tokens, rec.usage_source, rec.finish_reason) == (n, "provider", "stop")
+    assert rec.content_events == n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import prompt_cache
 from .common import ANTHROPIC_HEADERS, SSE_HEADERS, Reply, json_reply, shape, sse, words
 
 # -- Anthropic ---------------------------------------------------------------------------------------
@@ -43,6 +44,12 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
         "output_tokens": 1,
         "service_tier": "standard",
     }
+    if scenario == "prompt_cache":  # usage from a simulated prompt cache (see .prompt_cache)
+        usage = prompt_cache.usage(
+            body, str(body.get("_mock_cache_scope", "")), float(body.get("_mock_cache_ttl", 300))
+        )
+    if isinstance(body.get("_mock_usage"), dict):  # x-mock-usage: the provider's usage fields to report
+        usage = {**usage, **body["_mock_usage"]}
     text = words(7)
     msg: dict[str, Any] = {
         "id": "msg_mock01",
@@ -82,6 +89,8 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
         )
         if i == 2:
             ev.append(sse({"type": "ping"}, "ping"))
+    if scenario == "cut_after_start":  # the connection drops after message_start and a few deltas
+        return Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev[:6], abort=True)
     if scenario == "overloaded_mid_stream":
         ev = [*ev[:6], sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
         return Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev)

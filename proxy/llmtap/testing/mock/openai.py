@@ -10,6 +10,14 @@ from .common import CREATED, OPENAI_HEADERS, SSE_HEADERS, Reply, json_reply, sha
 # -- OpenAI chat -------------------------------------------------------------------------
 
 
+def served_tier(body: dict[str, Any]) -> str:
+    """The tier OpenAI reports as having served the request: the one asked for (``auto`` and none
+    are served at ``default``), unless ``x-mock-served-tier`` says otherwise (a flex request served
+    at the default tier when flex capacity is short)."""
+    asked = str(body.get("service_tier") or "auto")
+    return str(body.get("_mock_served_tier") or ("default" if asked == "auto" else asked))
+
+
 def _chat_usage(prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt,
@@ -95,11 +103,14 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
             },
             [("x-request-id", "req_mock_quota")],
         )
+    if isinstance(body.get("_mock_usage"), dict):  # x-mock-usage: the provider's usage fields to report
+        usage = {**usage, **body["_mock_usage"]}
     base = {
         "id": "chatcmpl-mock123",
         "object": "chat.completion.chunk",
         "created": CREATED,
         "model": resp_model,
+        "service_tier": served_tier(body),
         "system_fingerprint": "fp_mock",
     }
     text = words(n)
@@ -270,6 +281,7 @@ def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
         "object": "response",
         "created_at": CREATED,
         "status": "in_progress",
+        "service_tier": served_tier(body),
         "model": f"{model}-2025-04-14",
         "output": [],
         "error": None,
@@ -283,6 +295,8 @@ def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
         "output_tokens_details": {"reasoning_tokens": 12},
         "total_tokens": 12077,
     }
+    if isinstance(body.get("_mock_usage"), dict):
+        usage = {**usage, **body["_mock_usage"]}
     text = words(6)
     done = {
         **resp,

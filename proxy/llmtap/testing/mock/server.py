@@ -16,6 +16,14 @@ with ``@<send time>|`` instead, which survives gateways that re-encode the strea
 returns the headers of the last requests received (to check what reached "upstream").
 ``x-mock-replay: <provider>/<name>.<ext>``
 serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
+
+Cost knobs: ``x-mock-usage: {json}`` overrides fields of the usage a reply reports (a > 200k-token
+call, 1h cache writes), ``x-mock-served-tier`` the OpenAI tier reported as served (else the requested
+one), scenario ``prompt_cache`` (Anthropic) answers with a simulated prompt cache
+(:mod:`.prompt_cache`; ``x-mock-cache-ttl: SECONDS`` stands for its 5-minute TTL). The batch APIs
+(:mod:`.batches`) and the providers' cost reports (:mod:`.billing`) are served too.
+``x-mock-fail-first: N`` with ``x-mock-fail-key: K``: the first N requests carrying K fail with the
+scenario ``x-mock-fail-with`` (default ``rate_limit_429``), the next ones succeed (an SDK's retries).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
-from . import agents, anthropic, bedrock, gemini, hostile, ollama, openai, replay, websocket
+from . import agents, anthropic, batches, bedrock, billing, gemini, hostile, ollama, openai, replay, websocket
 from .certs import ensure_certs
 from .common import Reply, json_reply
 
@@ -64,7 +72,45 @@ _CONTENT = re.compile(rb'("(?:content|text|delta)": ?")(?=[^"])')  # a non-empty
 TUNABLE = frozenset({"openai.chat_completions", "openai.responses", "openai.completions", "anthropic.messages"})
 
 
+def _knobs(headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+    """The cost knobs of the request headers, passed to the reply builders in the body."""
+    extra: dict[str, Any] = {}
+    if headers.get("x-mock-usage"):
+        extra["_mock_usage"] = json.loads(headers["x-mock-usage"])
+    if headers.get("x-mock-served-tier"):
+        extra["_mock_served_tier"] = headers["x-mock-served-tier"]
+    if headers.get("x-mock-cache-ttl"):
+        extra["_mock_cache_ttl"] = float(headers["x-mock-cache-ttl"])
+    extra["_mock_cache_scope"] = headers.get("x-api-key") or headers.get("authorization", "")
+    return {**body, **extra}
+
+
+def special(method: str, path: str, headers: dict[str, str], raw: bytes, body: dict[str, Any]) -> Reply | None:
+    """The batch APIs and the cost reports (not calls of a wire API llmtap prices directly)."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare == "/v1/organization/costs":
+        return billing.openai_costs(path, headers)
+    if bare == "/v1/organizations/cost_report":
+        return billing.anthropic_cost_report(path, headers)
+    if method == "POST" and bare == "/v1/files":
+        return batches.upload(headers, raw)
+    if bare.startswith("/v1/messages/batches"):
+        return batches.anthropic_batches(method, path, body)
+    if bare.startswith(("/v1/batches", "/v1/files/")):
+        return batches.openai_batches(method, path, body)
+    return None
+
+
+_failures: dict[str, int] = {}  # x-mock-fail-key → failures served so far
+
+
 def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+    body = _knobs(headers, body)
+    key = headers.get("x-mock-fail-key", "")
+    if key and _failures.get(key, 0) < int(headers.get("x-mock-fail-first", "0") or 0):
+        # x-mock-fail-first: N — the first N requests with this key fail (scenario x-mock-fail-with), then succeed
+        _failures[key] = _failures.get(key, 0) + 1
+        headers = {**headers, "x-mock-scenario": headers.get("x-mock-fail-with", "rate_limit_429")}
     if headers.get("x-mock-replay"):  # a recorded response, served as recorded (see .replay)
         reply = replay.reply(headers["x-mock-replay"])
         if "x-mock-delay-ms" in headers:
@@ -146,7 +192,8 @@ class MockServer:
                         body = json.loads(raw) if raw else {}
                     except ValueError:
                         body = {}
-                    reply = plan(path, headers, body if isinstance(body, dict) else {})
+                    body = body if isinstance(body, dict) else {}
+                    reply = special(method, path, headers, raw, body) or plan(path, headers, body)
                 await self.send(writer, reply)
                 if reply.abort:
                     writer.transport.abort()

@@ -1,0 +1,280 @@
+"""The explain analyses as ClickHouse SQL, once: ``llmtap explain-cost`` / ``explain-latency``, the viewer's
+explain page and the Grafana panels run exactly these statements.
+
+Periods. ``t1`` is the end of the window, ``w`` its length (seconds), and the baseline is ``n`` windows of
+the same length, the k-th ending ``k * step`` seconds before ``t1`` (``previous``: n = 1, step = w;
+``7d``: n = 7, step = 86400). A call belongs to the window when ``t1 - w <= timestamp < t1`` and to
+baseline period k when ``t1 - k*step - w <= timestamp < t1 - k*step``; baseline sums are divided by n.
+The four are SQL expressions, so Grafana can pass its macros and variables and the CLI literals.
+
+Cost (``explain_cost_sql``). Cells are the ``--by`` key plus the provider and the request model; per cell
+and period, first attempts only (``attempt = 1``)::
+
+    input cost  = N_key · m · I · u · φ      output cost = N_key · m · O · ρ      other = N_key · m · ζ
+
+with N_key the key's calls, m the cell's share of them, I / O input / output tokens per call, u the
+uncached input price per token, φ = input cost / uncached input cost (the cache factor: cache reads
+lower it, cache writes raise it), ρ the output price per token and ζ the cost the split does not
+explain (a provider-reported total) per call. Each product is split with LMDI-I
+(ΔV = Σ L(V1, V0) · ln(x1 / x0), L the logarithmic mean), which is exact: the drivers sum to the change.
+A term that is zero (or not positive) in one period goes whole to the first factor that is zero
+(I, u, φ; O, ρ; ζ → unit price). Cells in one period only are ``new`` / ``gone`` (their whole cost);
+calls with ``attempt > 1`` are ``retries`` (their change in cost). One row per (key, driver), plus one
+``total`` row (before = baseline cost, after = window cost); ``before``/``after`` are the driver's own
+measure for the key (calls, tokens per call, cache hit ratio, list $ per million tokens, shares, cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .queries import GROUP_COLUMNS
+
+COST_DRIVERS = (
+    "volume",
+    "mix",
+    "input_tokens_per_call",
+    "output_tokens_per_call",
+    "cache_hit_ratio",
+    "unit_price",
+    "new",
+    "gone",
+    "retries",
+)
+_SMALL_LOG = 1e-6  # below this |ln(V1/V0)| the logarithmic mean uses its series (no 0/0)
+
+
+def _periods(t1: str, w: str, n: str, step: str) -> str:
+    """Scalar WITH items: the period of each call (1 window, 0 baseline, -1 neither)."""
+    return f"""toDateTime64({t1}, 6, 'UTC') AS x_t1, toInt64({w}) AS x_w, toInt64({n}) AS x_n,
+    toInt64({step}) AS x_step"""
+
+
+def _period_cols() -> str:
+    return """toUnixTimestamp64Micro(x_t1) - toUnixTimestamp64Micro(timestamp) AS x_age,
+        intDiv(x_age - 1, x_step * 1000000) AS x_ago,
+        multiIf(x_age > 0 AND x_age <= x_w * 1000000, 1,
+                x_ago BETWEEN 1 AND x_n AND x_age - x_ago * x_step * 1000000 <= x_w * 1000000, 0, -1) AS period"""
+
+
+def _range_filter() -> str:
+    return "timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w)"
+
+
+def _sums(metrics: Sequence[tuple[str, str]], cond: str) -> str:
+    """``name1`` (window) and ``name0`` (baseline, averaged) sums of each expression under ``cond``."""
+    out = []
+    for name, expr in metrics:
+        out.append(f"toFloat64(sumIf({expr}, period = 1 AND {cond})) AS {name}1")
+        out.append(f"toFloat64(sumIf({expr}, period = 0 AND {cond})) / x_n AS {name}0")
+    return ",\n        ".join(out)
+
+
+def _ln(a: str, b: str) -> str:
+    return f"log(({a}) / ({b}))"
+
+
+def _logmean(v: str, lnv: str) -> str:
+    """L(v1, v0) = (v1 - v0) / ln(v1 / v0), with ln(v1 / v0) = ``lnv`` (the sum of the factors' logs)."""
+    return f"if(abs({lnv}) < {_SMALL_LOG}, (2 * sqrt({v}1 * {v}0) + ({v}1 + {v}0) / 2) / 3, ({v}1 - {v}0) / ({lnv}))"
+
+
+# Each product term: its value column, its factors (driver, log-ratio column), the condition for LMDI
+# (every factor positive in both periods) and, otherwise, the driver that takes the whole change.
+_TERMS = (
+    (
+        "inc",
+        (
+            ("volume", "l_vol"),
+            ("mix", "l_mix"),
+            ("input_tokens_per_call", "l_it"),
+            ("unit_price", "l_u"),
+            ("cache_hit_ratio", "l_phi"),
+        ),
+        "both AND it1 > 0 AND it0 > 0 AND unc1 > 0 AND unc0 > 0 AND inc1 > 0 AND inc0 > 0",
+        "multiIf(NOT (it1 > 0 AND it0 > 0), 'input_tokens_per_call', "
+        "NOT (unc1 > 0 AND unc0 > 0), 'unit_price', 'cache_hit_ratio')",
+    ),
+    (
+        "outc",
+        (("volume", "l_vol"), ("mix", "l_mix"), ("output_tokens_per_call", "l_o"), ("unit_price", "l_rho")),
+        "both AND ot1 > 0 AND ot0 > 0 AND outc1 > 0 AND outc0 > 0",
+        "if(NOT (ot1 > 0 AND ot0 > 0), 'output_tokens_per_call', 'unit_price')",
+    ),
+    (
+        "oth",
+        (("volume", "l_vol"), ("mix", "l_mix"), ("unit_price", "l_z")),
+        "both AND oth1 > 0 AND oth0 > 0",
+        "'unit_price'",
+    ),
+)
+_LOGS = {
+    "l_vol": _ln("nk1", "nk0"),
+    "l_mix": _ln("n1 / nk1", "n0 / nk0"),
+    "l_it": _ln("it1 / n1", "it0 / n0"),
+    "l_u": _ln("unc1 / it1", "unc0 / it0"),
+    "l_phi": _ln("inc1 / unc1", "inc0 / unc0"),
+    "l_o": _ln("ot1 / n1", "ot0 / n0"),
+    "l_rho": _ln("outc1 / ot1", "outc0 / ot0"),
+    "l_z": _ln("oth1 / n1", "oth0 / n0"),
+}
+
+
+def _term_columns() -> str:
+    """Per cell: the factor logs, then per term whether LMDI applies, its log mean and its fallback driver."""
+    cols = [f"{e} AS {name}" for name, e in _LOGS.items()]
+    for v, factors, ok, first_zero in _TERMS:
+        lnv = " + ".join(col for _, col in factors)
+        cols += [f"{ok} AS ok_{v}", f"{_logmean(v, lnv)} AS lm_{v}", f"{first_zero} AS z_{v}"]
+    return ",\n        ".join(cols)
+
+
+def _cell_contributions() -> dict[str, list[str]]:
+    """Per-cell contribution expressions of each driver (summed per key later)."""
+    out: dict[str, list[str]] = {d: [] for d in COST_DRIVERS}
+    for v, factors, _, _ in _TERMS:
+        for driver, col in factors:
+            out[driver].append(f"if(ok_{v}, lm_{v} * {col}, 0)")
+        for driver in dict.fromkeys(d for d, _ in factors if d not in ("volume", "mix")):
+            out[driver].append(f"if(both AND NOT ok_{v} AND z_{v} = '{driver}', {v}1 - {v}0, 0)")
+    out["new"].append("if(n0 = 0 AND n1 > 0, cost1, 0)")
+    out["gone"].append("if(n1 = 0 AND n0 > 0, -cost0, 0)")
+    out["retries"].append("rcost1 - rcost0")
+    return out
+
+
+def _key_cols(by: Sequence[str]) -> list[tuple[str, str]]:
+    if not by:
+        raise ValueError("explain-cost needs at least one --by dimension")
+    bad = [b for b in by if b not in GROUP_COLUMNS]
+    if bad:
+        raise ValueError(f"unknown --by dimension(s): {', '.join(bad)}")
+    return [(b, GROUP_COLUMNS[b]) for b in dict.fromkeys(by)]
+
+
+def explain_cost_sql(
+    by: Sequence[str] = ("model", "feature"),
+    *,
+    t1: str = "now64(6)",
+    w: str = "86400",
+    n: str = "7",
+    step: str = "86400",
+    where: str = "1=1",
+) -> str:
+    """Rows ``(<by…>, driver, delta_usd, before, after, detail)``: see the module docstring."""
+    keys = _key_cols(by)
+    kn = ", ".join(f"k_{k}" for k, _ in keys)
+    ksel = ", ".join(f"{col} AS k_{k}" for k, col in keys)
+    first = "NOT is_retry"
+    metrics = [
+        ("n", "1"),
+        ("inc", "x_in"),
+        ("unc", "x_unc"),
+        ("outc", "x_out"),
+        ("cost", "x_cost"),
+        ("it", "x_it"),
+        ("ot", "x_ot"),
+        ("cr", "x_cr"),
+    ]
+    retry = [("rn", "1"), ("rcost", "x_cost")]
+    cell_terms = ",\n        ".join(f"{' + '.join(e)} AS c_{d}" for d, e in _cell_contributions().items())
+    key_sums = ",\n        ".join(f"sum(c_{d}) AS d_{d}" for d in COST_DRIVERS)
+    kout = ", ".join(f"if(driver = 'total', '', toString(k_{k})) AS {k}" for k, _ in keys)
+
+    def ratio(x: str, d: str) -> str:
+        return f"if(({d}) > 0, ({x}) / ({d}), NULL)"
+
+    return f"""WITH {_periods(t1, w, n, step)},
+calls AS (
+    SELECT {ksel}, provider AS c_provider, request_model AS c_model, prompt_version AS c_pv,
+        service_tier AS c_tier, attempt > 1 AS is_retry,
+        assumeNotNull(cost_usd) AS x_cost, ifNull(input_cost_usd, 0) AS x_in, ifNull(output_cost_usd, 0) AS x_out,
+        coalesce(uncached_input_cost_usd, input_cost_usd, 0) AS x_unc,
+        input_tokens AS x_it, output_tokens AS x_ot, cache_read_tokens AS x_cr,
+        {_period_cols()}
+    FROM llm_calls
+    WHERE cost_usd IS NOT NULL AND {_range_filter()} AND ({where})
+),
+cells AS (
+    SELECT {kn}, c_provider, c_model,
+        {_sums(metrics, first)},
+        {_sums(retry, "is_retry")}
+    FROM calls WHERE period >= 0
+    GROUP BY {kn}, c_provider, c_model
+),
+cellk AS (
+    SELECT *, cost1 - inc1 - outc1 AS oth1, cost0 - inc0 - outc0 AS oth0, n1 > 0 AND n0 > 0 AS both,
+        -- list prices per token in each period (the other period's where a period has none)
+        if(it0 > 0, unc0 / it0, if(it1 > 0, unc1 / it1, 0)) AS pin0, if(it1 > 0, unc1 / it1, pin0) AS pin1,
+        if(ot0 > 0, outc0 / ot0, if(ot1 > 0, outc1 / ot1, 0)) AS pout0, if(ot1 > 0, outc1 / ot1, pout0) AS pout1,
+        sum(n1) OVER (PARTITION BY {kn}) AS nk1, sum(n0) OVER (PARTITION BY {kn}) AS nk0
+    FROM cells
+),
+terms AS (
+    SELECT *,
+        {_term_columns()}
+    FROM cellk
+),
+contrib AS (
+    SELECT *,
+        {cell_terms}
+    FROM terms
+),
+pvs AS (
+    SELECT {kn}, c_pv, countIf(period = 1 AND {first}) AS pv1, countIf(period = 0 AND {first}) AS pv0
+    FROM calls WHERE period >= 0 GROUP BY {kn}, c_pv
+),
+pvk AS (
+    SELECT {kn}, argMaxIf(c_pv, pv1, pv0 = 0 AND c_pv != '') AS new_pv,
+        toFloat64(maxIf(pv1, pv0 = 0 AND c_pv != '')) / greatest(sum(pv1), 1) AS new_pv_share
+    FROM pvs GROUP BY {kn}
+),
+tiers AS (
+    SELECT {kn}, c_tier, countIf(period = 1 AND {first}) AS t1n, countIf(period = 0 AND {first}) AS t0n
+    FROM calls WHERE period >= 0 GROUP BY {kn}, c_tier
+),
+tierk AS (
+    SELECT {kn}, argMax(c_tier, t1n) AS tier1, argMax(c_tier, t0n) AS tier0 FROM tiers GROUP BY {kn}
+),
+keyed AS (
+    SELECT {kn},
+        {key_sums},
+        sum(n1) AS kn1, sum(n0) AS kn0, sum(it1) AS kit1, sum(it0) AS kit0, sum(ot1) AS kot1, sum(ot0) AS kot0,
+        sum(cr1) AS kcr1, sum(cr0) AS kcr0, sum(it1 + it0 + ot1 + ot0) AS ktok,
+        sum((it1 + it0) * pin0 + (ot1 + ot0) * pout0) AS klist0,
+        sum((it1 + it0) * pin1 + (ot1 + ot0) * pout1) AS klist1,
+        sum(cost1 + rcost1) AS kcost1, sum(cost0 + rcost0) AS kcost0, sum(rn1) AS krn1, sum(rn0) AS krn0,
+        sumIf(cost1, n0 = 0 AND n1 > 0) AS knew1, sumIf(cost0, n1 = 0 AND n0 > 0) AS kgone0,
+        argMax(tuple(concat(c_provider, '/', c_model), if(nk1 > 0, n1 / nk1, 0), if(nk0 > 0, n0 / nk0, 0)),
+            abs(c_mix)) AS mixcell,
+        arrayStringConcat(groupArrayIf(c_model, n0 = 0 AND n1 > 0), ', ') AS new_models,
+        arrayStringConcat(groupArrayIf(c_model, n1 = 0 AND n0 > 0), ', ') AS gone_models
+    FROM contrib GROUP BY {kn}
+),
+totals AS (
+    SELECT *, sum(kcost1) OVER () AS total1, sum(kcost0) OVER () AS total0,
+        row_number() OVER () = 1 AS first_key,
+        if(new_pv_share > 0.5, concat('since prompt_version ', new_pv), '') AS since
+    FROM keyed LEFT JOIN pvk USING ({kn}) LEFT JOIN tierk USING ({kn})
+),
+drivers AS (
+    SELECT {kn}, total0, total1, d.1 AS driver, d.2 AS delta_usd, d.3 AS before, d.4 AS after, d.5 AS detail
+    FROM totals
+    ARRAY JOIN arrayConcat([
+        tuple('volume', d_volume, toNullable(kn0), toNullable(kn1), ''),
+        tuple('mix', d_mix, toNullable(mixcell.3), toNullable(mixcell.2), mixcell.1),
+        tuple('input_tokens_per_call', d_input_tokens_per_call, {ratio("kit0", "kn0")}, {ratio("kit1", "kn1")}, since),
+        tuple('output_tokens_per_call', d_output_tokens_per_call, {ratio("kot0", "kn0")}, {ratio("kot1", "kn1")},
+            since),
+        tuple('cache_hit_ratio', d_cache_hit_ratio, {ratio("kcr0", "kit0")}, {ratio("kcr1", "kit1")}, ''),
+        tuple('unit_price', d_unit_price, {ratio("klist0 * 1e6", "ktok")}, {ratio("klist1 * 1e6", "ktok")},
+            if(tier0 != tier1 AND kn0 > 0 AND kn1 > 0, concat('service tier ', tier0, ' → ', tier1), '')),
+        tuple('new', d_new, toNullable(0.), toNullable(knew1), new_models),
+        tuple('gone', d_gone, toNullable(kgone0), toNullable(0.), gone_models),
+        tuple('retries', d_retries, toNullable(krn0), toNullable(krn1), '')
+    ], if(first_key, [tuple('total', total1 - total0, toNullable(total0), toNullable(total1), '')], [])) AS d
+)
+SELECT {kout}, driver, delta_usd, before, after, detail
+FROM drivers
+WHERE abs(delta_usd) > 1e-12 * (total0 + total1) OR driver = 'total'
+ORDER BY driver = 'total' DESC, abs(delta_usd) DESC, driver"""
