@@ -100,6 +100,15 @@ FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time ORDER BY time""",
         field={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}},
         w=24,
     )
+    b.ts(
+        "llmtap's own overhead per call p50 / p99",
+        f"""WITH quantiles(0.5, 0.99)(overhead_ms) AS q
+SELECT {T}, provider, q[1] AS p50, q[2] AS p99
+FROM llm_calls WHERE {W} AND overhead_ms IS NOT NULL GROUP BY time, provider ORDER BY time""",
+        unit="ms",
+        description="Time llmtap's own code spent on the proxy's event loop per call (hooks and the side parser "
+        "on every chunk): what the sidecar adds beyond proxying. Also llmtap_overhead_seconds on /metrics.",
+    )
     b.table(
         "Slowest calls",
         f"""SELECT timestamp, service, provider, request_model, feature, round(duration_ms) AS duration_ms,

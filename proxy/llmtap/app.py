@@ -295,7 +295,7 @@ def _assemble(
 
 def run(cfg: RunConfig) -> int:
     from .intercept.limits import LimitsConfig
-    from .intercept.mitm import ProxySettings, serve
+    from .intercept.mitm import ProxySettings, event_loop_factory, serve
 
     sc = build(cfg)
     # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
@@ -345,7 +345,7 @@ def run(cfg: RunConfig) -> int:
                 flush=True,
             )
 
-        asyncio.run(serve(settings, sc.addon, announce))
+        asyncio.run(serve(settings, sc.addon, announce), loop_factory=event_loop_factory())
     finally:
         if alerts is not None:
             alerts.close()

@@ -83,7 +83,10 @@ class Pipeline:
         self.sinks = sinks
         self.enrichers = enrichers or []
         self.expanders = expanders or []
-        self._q: queue.Queue[tuple[Capture, End] | None] = queue.Queue(max_queue)
+        # A SimpleQueue (C: no Python-level Condition to notify on the event loop, once per call), bounded by
+        # the pending count.
+        self._q: queue.SimpleQueue[tuple[Capture, End] | None] = queue.SimpleQueue()
+        self._max_queue = max_queue
         self._pending = 0
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="llmtap-pipeline", daemon=True)
@@ -91,15 +94,15 @@ class Pipeline:
 
     def submit(self, cap: Capture, end: End) -> None:
         """Called on the event loop: O(1), never blocks."""
-        try:
-            with self._lock:
+        with self._lock:
+            full = self._pending >= self._max_queue
+            if not full:
                 self._pending += 1
-            self._q.put_nowait((cap, end))
-        except queue.Full:
-            with self._lock:
-                self._pending -= 1
+        if full:
             cap.release()
             self.metrics.dropped.labels("pipeline_queue_full").inc()
+            return
+        self._q.put((cap, end))
 
     def _run(self) -> None:
         while True:

@@ -128,7 +128,7 @@ class CallRecord:
     attempt: int = 1
     cache_miss_reason: CacheMissReason = ""
     cache_miss_cost_usd: float | None = None
-    overhead_ms: float | None = None  # time the sidecar itself added (headers + first event)
+    overhead_ms: float | None = None  # llmtap's own time on the event loop for the call (hooks + tee)
     batch_id: str = ""  # the provider's batch id, for rows built from batch results
     uncached_input_cost_usd: float | None = None  # the input priced with no cache in use (cache savings, explain-cost)
     # Not columns of llm_calls; carried on the span only.

@@ -82,6 +82,8 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         r.extra["parse_error"] = cap.parse_error
     if cap.headers_mono is not None:
         r.ttfb_ms = (cap.headers_mono - f.start_mono) * 1000.0
+    if cap.loop_ns:  # llmtap's own time on the event loop (not measured per call for WebSocket messages)
+        r.overhead_ms = cap.loop_ns / 1e6
     _timings(r, cap)
     hdr.apply_response_headers(r, cap.resp_headers, obs.extra.get("provider_processing_ms"))
     _outcome(r, cap, end)

@@ -9,6 +9,10 @@ expensive (whole JSON bodies, estimation, percentiles) happens later, on the wor
 
 Thread contract: every method here runs on the proxy's event loop and must stay cheap;
 :meth:`Capture.finish` runs on the worker, after the event loop is done with the call.
+
+Self-overhead: :attr:`Capture.loop_ns` sums the time llmtap's own code spent on the event loop
+for the call (the addon's hooks and every chunk the tee parsed), read with ``perf_counter_ns``
+around each piece; it becomes the record's ``overhead_ms`` (``llmtap_overhead_seconds``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Any
 
 from ..adapters import Adapter
@@ -126,6 +131,7 @@ class Capture:
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
+        self.loop_ns = 0  # llmtap's own time on the event loop for this call (see the module doc)
         self.request_json: Any = request
         if not fed and not parsed:  # a small body handed over whole: parsed here
             try:
@@ -179,10 +185,12 @@ class Capture:
     def tee(self, data: bytes) -> bytes:
         """The ``flow.response.stream`` callable: returns ``data`` unchanged, always."""
         if data and self.parsing:
+            t0 = perf_counter_ns()
             try:
                 self._feed(data, time.monotonic())
             except Exception as e:
                 self._parse_failed(e)
+            self.loop_ns += perf_counter_ns() - t0
         self.response_bytes += len(data)
         return data
 

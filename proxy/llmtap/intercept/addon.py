@@ -11,6 +11,9 @@ The user part of the proxy URL (``HTTPS_PROXY=http://SERVICE:x@host:port``, sent
 connection. Without ``--proxy-auth`` the password is ignored; with it, mitmproxy's proxyauth
 addon checks the credentials first (and strips the header), and its verdict is read here.
 
+Self-overhead: the hooks a call goes through add the time they took (``perf_counter_ns``) to its
+capture's ``loop_ns`` (see :mod:`llmtap.capture.tee`), the record's ``overhead_ms``.
+
 Thread contract: every hook runs on the proxy's event loop.
 """
 
@@ -23,6 +26,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Any
 
 from mitmproxy import connection, http
@@ -41,6 +45,7 @@ from .websocket import WebSockets, is_upgrade
 log = logging.getLogger("llmtap.addon")
 _KEY = "llmtap"
 _REQ = "llmtap_request"
+_NS = "llmtap_loop_ns"  # hook time spent on a call before its capture exists
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 AdapterFactory = Callable[[type[Adapter]], Adapter]
@@ -106,6 +111,12 @@ class LlmTapAddon:
         return proxy_user(value)[0] if value else ""
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
+        t0 = perf_counter_ns()
+        self._requestheaders(flow)
+        if _REQ in flow.metadata:  # a call: its capture is built at the end of the request
+            flow.metadata[_NS] = perf_counter_ns() - t0
+
+    def _requestheaders(self, flow: http.HTTPFlow) -> None:
         flow.metadata["llmtap_t0"] = (time.time(), time.monotonic())
         answered = flow.response is not None  # already (proxy authentication): nothing to stream
         req = flow.request
@@ -147,6 +158,17 @@ class LlmTapAddon:
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Builds the capture; a large or compressed body is parsed off the loop first (then the hook
         returns the awaitable mitmproxy waits for before it lets the request finish)."""
+        t0 = perf_counter_ns()
+        pending = self._request(flow)
+        spent = perf_counter_ns() - t0
+        cap: Capture | None = flow.metadata.get(_KEY)
+        if cap is not None:
+            cap.loop_ns += spent
+        elif pending is not None:  # counted once the capture exists
+            flow.metadata[_NS] = flow.metadata.get(_NS, 0) + spent
+        return pending
+
+    def _request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         seen = flow.metadata.pop(_REQ, None)
         if seen is None:
             return None
@@ -171,7 +193,11 @@ class LlmTapAddon:
     ) -> None:  # fmt: skip
         loop = asyncio.get_running_loop()
         request_json, note = await loop.run_in_executor(None, parse_body, raw, encoding)
+        t0 = perf_counter_ns()
         self._capture(flow, headers, match, body, request_json, note)
+        cap: Capture | None = flow.metadata.get(_KEY)
+        if cap is not None:
+            cap.loop_ns += perf_counter_ns() - t0
 
     def _capture(
         self, flow: http.HTTPFlow, headers: list[tuple[str, str]], match: Any, body: RequestBody,
@@ -186,6 +212,7 @@ class LlmTapAddon:
 
     def _keep(self, flow: http.HTTPFlow, cap: Capture | None) -> None:
         if cap is not None:
+            cap.loop_ns += flow.metadata.pop(_NS, 0)
             flow.metadata[_KEY] = cap
             self._live[flow.id] = flow
 
@@ -217,6 +244,7 @@ class LlmTapAddon:
         )
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        t0 = perf_counter_ns()
         resp = flow.response
         if resp is None:
             return
@@ -234,12 +262,16 @@ class LlmTapAddon:
             resp.status_code, [(k.lower(), v) for k, v in resp.headers.items(multi=True)], time.monotonic()
         )
         resp.stream = cap.tee
+        cap.loop_ns += perf_counter_ns() - t0
 
     def response(self, flow: http.HTTPFlow) -> None:
+        t0 = perf_counter_ns()
         cap: Capture | None = flow.metadata.pop(_KEY, None)
         if cap is not None:
             self._live.pop(flow.id, None)
-            self.pipeline.submit(cap, End("complete", time.monotonic()))
+            end = End("complete", time.monotonic())
+            cap.loop_ns += perf_counter_ns() - t0  # before the hand-over: the worker reads it
+            self.pipeline.submit(cap, end)
 
     # -- WebSocket (see .websocket) -------------------------------------------------------------
     def websocket_start(self, flow: http.HTTPFlow) -> None:
@@ -252,6 +284,7 @@ class LlmTapAddon:
         self.ws.end(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        t0 = perf_counter_ns()
         if flow.websocket is not None:
             self.ws.end(flow, flow.error.msg if flow.error else "")
         cap: Capture | None = flow.metadata.pop(_KEY, None)
@@ -260,7 +293,9 @@ class LlmTapAddon:
         self._live.pop(flow.id, None)
         msg = flow.error.msg if flow.error else ""
         kind: EndKind = "client_disconnected" if client_went_away(flow, msg) else "upstream_error"
-        self.pipeline.submit(cap, End(kind, time.monotonic(), msg))
+        end = End(kind, time.monotonic(), msg)
+        cap.loop_ns += perf_counter_ns() - t0
+        self.pipeline.submit(cap, end)
 
     def cut_inflight(self) -> int:
         """End of the drain: every call still running is recorded as cut by the shutdown."""

@@ -18,6 +18,7 @@ import asyncio
 import importlib.machinery
 import importlib.util
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -99,6 +100,27 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
         return await resolve(host, port, *args, **kwargs)
 
     loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
+    # uvloop resolves inside create_connection (not through loop.getaddrinfo): map the address there too.
+    connect = loop.create_connection
+
+    async def create_connection(factory: Any, host: Any = None, port: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and port is not None:
+            host, port = mapping.get((host.lower(), int(port)), (host, port))
+        return await connect(factory, host, port, *args, **kwargs)
+
+    loop.create_connection = create_connection  # type: ignore[method-assign,assignment]
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The proxy's event loop: asyncio's; ``LLMTAP_EVENT_LOOP=uvloop`` runs mitmproxy on uvloop instead (when
+    installed; not a dependency: see docs/performance.md for what it measured)."""
+    if os.environ.get("LLMTAP_EVENT_LOOP", "").lower() != "uvloop":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) -> None:

@@ -143,8 +143,8 @@ class Metrics:
         )
         self.overhead = Histogram(
             "llmtap_overhead_seconds",
-            "Time the sidecar itself added per call (response headers and first event: received from "
-            "upstream → written to the client, summed)",
+            "Time llmtap's own code spent on the event loop per call (hooks and the side parser on every "
+            "chunk; the proxying itself not counted)",
             ["provider"],
             buckets=OVERHEAD_BUCKETS,
             registry=r,

@@ -1,8 +1,11 @@
-"""Fault injection for chaos tests: ``LLMTAP_FAULT_INJECT=adapter,sink``.
+"""Fault injection for chaos tests: ``LLMTAP_FAULT_INJECT=adapter,sink,tee_delay``.
 
 - ``adapter``: every adapter raises on each event and body it is given (the side parser
   must stop for that call, count it, and leave the bytes alone);
-- ``sink``: an extra record sink that always raises (records must still reach the store).
+- ``sink``: an extra record sink that always raises (records must still reach the store);
+- ``tee_delay``: every event and body the tee hands to an adapter first waits
+  ``$LLMTAP_FAULT_TEE_DELAY_MS`` (default 2) on the event loop — slow code of llmtap's own,
+  which the self-overhead measure (``overhead_ms``, ``llmtap_overhead_seconds``) must show.
 
 Off unless the variable is set; it exists so that fail-open behaviour is tested on the
 real process, not on a mock of it. Wired by the composition root (:mod:`llmtap.app`) only:
@@ -12,6 +15,7 @@ nothing on the traffic path imports this module.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,15 +35,31 @@ def _raise(*_: Any) -> None:
     raise InjectedFault("injected adapter fault")
 
 
+HOOKS = ("on_event", "on_json", "on_object", "on_frame")  # what the tee hands frames to
+
+
+def _delayed(hook: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    def slow(*args: Any) -> Any:
+        time.sleep(seconds)
+        return hook(*args)
+
+    return slow
+
+
 def adapter_factory() -> Callable[[type[Adapter]], Adapter] | None:
-    """Builds adapters whose stream and body hooks raise, when ``adapter`` faults are on."""
-    if not enabled("adapter"):
+    """Builds adapters whose stream and body hooks raise (``adapter``) or are slow (``tee_delay``)."""
+    failing, slow = enabled("adapter"), enabled("tee_delay")
+    if not failing and not slow:
         return None
+    delay = float(os.environ.get("LLMTAP_FAULT_TEE_DELAY_MS") or 2) / 1000.0
 
     def make(cls: type[Adapter]) -> Adapter:
         adapter = cls()
-        for hook in ("on_event", "on_json", "on_object", "on_frame"):
-            setattr(adapter, hook, _raise)
+        for hook in HOOKS:
+            if failing:
+                setattr(adapter, hook, _raise)
+            elif hasattr(adapter, hook):
+                setattr(adapter, hook, _delayed(getattr(adapter, hook), delay))
         return adapter
 
     return make

@@ -187,6 +187,7 @@ def generate(
             r.duration_ms = r.ttft_ms + r.decode_ms + rnd.uniform(1, 10)
         else:
             r.duration_ms = r.ttfb_ms + (ttft_base + out * 12) * slow
+        r.overhead_ms = 0.08 + 0.006 * r.content_events  # llmtap's own loop time: hooks + per event (no rnd draw)
         r.finish_reason, r.finish_reason_raw = ("", "") if embeddings else ("stop", "stop")
         roll = 1.0 if steady else rnd.random()
         _unpriced(r, dims, steady)

@@ -37,6 +37,7 @@ class Reply:
     delay: float = 0.005
     abort: bool = False  # close the connection instead of ending the body
     stamp: bool = False  # prefix each chunk with an SSE comment carrying the send time
+    stamp_content: bool = False  # start each content delta's text with its send time (@<time>|)
     stream: bool = False  # chunked and paced even when the content type is not SSE
     close: bool = False  # close the connection (cleanly) after this reply
 

@@ -11,8 +11,10 @@ name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
 events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
 of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``; the completion tokens reported), ``x-mock-prompt-tokens``
 the prompt tokens an OpenAI chat or Anthropic reply reports, ``x-mock-stamp: 1`` prefixes each event
-with an SSE comment carrying its send time. ``GET /_mock/requests`` returns the headers of the last
-requests received (to check what reached "upstream"). ``x-mock-replay: <provider>/<name>.<ext>``
+with an SSE comment carrying its send time (``x-mock-stamp: content`` starts each content delta's text
+with ``@<send time>|`` instead, which survives gateways that re-encode the stream). ``GET /_mock/requests``
+returns the headers of the last requests received (to check what reached "upstream").
+``x-mock-replay: <provider>/<name>.<ext>``
 serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
 
 Cost knobs: ``x-mock-usage: {json}`` overrides fields of the usage a reply reports (a > 200k-token
@@ -30,6 +32,7 @@ import asyncio
 import gzip
 import json
 import os
+import re
 import ssl
 import sys
 import time
@@ -64,6 +67,7 @@ HANDLERS: dict[str, Handler] = {
     "ollama.chat": ollama.ollama,
     "ollama.generate": ollama.ollama,
 }
+_CONTENT = re.compile(rb'("(?:content|text|delta)": ?")(?=[^"])')  # a non-empty text delta (x-mock-stamp: content)
 # The APIs whose replies take the benchmark knobs (stream length, default pacing, send stamps).
 TUNABLE = frozenset({"openai.chat_completions", "openai.responses", "openai.completions", "anthropic.messages"})
 
@@ -136,6 +140,8 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
             reply.delay = float(delay) / 1000.0
         if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
             reply.stamp = True
+        elif headers.get("x-mock-stamp") == "content":
+            reply.stamp_content = True
         return agents.decorate(host, path, headers, body, reply)
     reply = handler(path, body, scenario or "default")
     if "x-mock-delay-ms" in headers:
@@ -234,6 +240,8 @@ class MockServer:
                 await asyncio.sleep(reply.delay)
             if reply.stamp:
                 c = f": sent_at={time.time():.6f}\n".encode() + c
+            elif reply.stamp_content:
+                c = _CONTENT.sub(f"\\1@{time.time():.6f}|".encode(), c, count=1)
             if c:
                 writer.write(f"{len(c):x}\r\n".encode() + c + b"\r\n")
                 await writer.drain()
