@@ -86,7 +86,7 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
     assert r.returncode == 0, r.stderr
     seeded = int(re.search(r"llmtap seed: (\d+) synthetic calls", r.stdout).group(1))  # type: ignore[union-attr]
     sc = start_sidecar(tmp_path_factory.mktemp("server-store") / "data", mock, "--store", store_url)
-    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited", "mid_stream")}
+    sessions = {k: session_id() for k in ("stream", "anthropic", "rate_limited", "mid_stream", "unpriced")}
     try:
         c = openai_client(sc)
         list(
@@ -108,6 +108,12 @@ def server(store_url: str, mock: Mock, tmp_path_factory: pytest.TempPathFactory)
             max_tokens=64,
             messages=[{"role": "user", "content": "hi"}],
             extra_headers={"x-llmtap-session": sessions["anthropic"]},
+        )
+        # a model no price source knows: the cost page's "Unpriced models" has a live row whatever the seed drew
+        c.chat.completions.create(
+            model="acme-unreleased-7",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-llmtap-session": sessions["unpriced"]},
         )
         with pytest.raises(openai.RateLimitError):
             c.chat.completions.create(
