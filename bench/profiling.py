@@ -11,9 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def py_spy() -> str | None:
+    """py-spy on PATH or beside this Python (``.venv/bin``, from the ``bench`` extra); None when absent."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 def profile(pid: int, load: Callable[[], None], out: Path) -> list[tuple[str, float]]:
     """py-spy samples of ``pid`` (all threads) while ``load`` runs again and again for ~22 s."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    spy = py_spy()
+    assert spy, "checked by run.py before the run"
     rec = subprocess.Popen(
         [spy, "record", "-p", str(pid), "-r", "250", "-d", "25", "--format", "raw", "-o", str(out), "--nonblocking"],
         stdout=subprocess.DEVNULL,

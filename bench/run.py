@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clients import HOST, LITELLM_KEY, Path_, close_pool, cpu_seconds, fresh, kept, rss_mb
 from llmtap.adapters.timing import percentile
 from llmtap.testing.harness import Mock, free_port, start_chhttp, start_mock, start_sidecar, stop
-from profiling import profile
+from profiling import profile, py_spy
 from report import (
     BARE,
     BASE_URL_PATH,
@@ -356,6 +356,11 @@ def main() -> int:
     ap.add_argument("--render-only", action="store_true", help="re-render --out from --results without measuring")
     args = ap.parse_args()
     q = args.quick
+    # what the run needs, checked before it starts rather than after twenty minutes of measuring
+    if args.profile and not args.render_only and not py_spy():
+        ap.error("--profile needs py-spy: .venv/bin/pip install -e '.[bench]' (the README's benchmark command)")
+    if args.litellm and not q and not Path(args.litellm).is_file():
+        ap.error(f"--litellm {args.litellm}: no such file (the README's benchmark command creates bench/.litellm-venv)")
     if args.render_only:
         Path(args.out).write_text(render(json.loads(Path(args.results).read_text())))
         return 0
