@@ -300,8 +300,9 @@ FROM llm_calls WHERE {W} GROUP BY time, provider ORDER BY time""",
         - min(toUnixTimestamp64Milli(timestamp))) / 1000, 1) AS span_s,
     round(sumIf(cost_usd, outcome = 'error'), 6) AS failed_cost_usd, argMax(trace_id, attempt) AS trace_id
 FROM (SELECT timestamp, service, provider, request_model, attempt, outcome, error_type, cost_usd, trace_id,
-    request_hash, api_key_id FROM llm_calls WHERE {W} AND request_hash != '')
-GROUP BY request_hash, api_key_id HAVING max(attempt) > 1
+    request_hash, api_key_id FROM llm_calls WHERE {W} AND request_hash != '' AND (request_hash, api_key_id) IN (
+        SELECT request_hash, api_key_id FROM llm_calls WHERE {W} AND attempt > 1))
+GROUP BY request_hash, api_key_id
 ORDER BY attempts DESC, first DESC LIMIT 30""",
         w=24,
         links=[TRACE_LINK],

@@ -75,6 +75,10 @@ def explain_latency_sql(
         + [f"quantile({q})(if(c_tokens > 0, c_decode / c_tokens, 0)) AS q_tpt", f"quantile({q})(c_tokens) AS q_tokens"]
     )
     cell = "level, g_provider, g_server, g_model, g_hour"
+    qpick = ", ".join(
+        f"qs.q_{c} AS q_{c}"
+        for c in ("ttfb", "prefill", "decode", "other", "retries", "rate_limit_wait", "tpt", "tokens")
+    )
 
     def pair(col: str) -> str:
         return f"anyIf({col}, period = 0) AS {col}0, anyIf({col}, period = 1) AS {col}1"
@@ -128,22 +132,32 @@ base AS (
     FROM llm_calls
     WHERE timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w + 600) AND ({where})
 ),
+retried AS (
+    SELECT DISTINCT api_key_id, request_hash FROM base WHERE attempt > 1 AND request_hash != ''
+),
 tagged AS (
-    SELECT *, if(request_hash = '', 0, sum(attempt = 1) OVER (PARTITION BY api_key_id, request_hash
-        ORDER BY timestamp ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS grp
-    FROM base
+    SELECT *, sum(attempt = 1) OVER (PARTITION BY api_key_id, request_hash
+        ORDER BY timestamp ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS grp
+    FROM base WHERE request_hash != '' AND (api_key_id, request_hash) IN (SELECT api_key_id, request_hash FROM retried)
 ),
 attempts AS (
     SELECT *,
-        if(attempt > 1 AND request_hash != '', (toUnixTimestamp64Micro(timestamp)
-            - toUnixTimestamp64Micro(min(timestamp) OVER ({part}))) / 1000, 0) AS prior_ms,
-        if(attempt > 1 AND request_hash != '', sum(duration_ms) OVER ({part} ORDER BY timestamp
-            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS failed_ms,
-        if(attempt > 1 AND request_hash != '', lagInFrame(error_type) OVER ({part} ORDER BY timestamp
-            ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), '') AS prev_error,
-        request_hash = '' OR leadInFrame(attempt, 1, toUInt16(0)) OVER ({part} ORDER BY timestamp
-            ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) <= attempt AS is_final
+        toFloat64(if(attempt > 1, (toUnixTimestamp64Micro(timestamp)
+            - toUnixTimestamp64Micro(min(timestamp) OVER ({part}))) / 1000, 0)) AS prior_ms,
+        toFloat64(if(attempt > 1, sum(duration_ms) OVER ({part} ORDER BY timestamp
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)) AS failed_ms,
+        toString(if(attempt > 1, lagInFrame(error_type) OVER ({part} ORDER BY timestamp
+            ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), '')) AS prev_error,
+        toUInt8(leadInFrame(attempt, 1, toUInt16(0)) OVER ({part} ORDER BY timestamp
+            ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) <= attempt) AS is_final
     FROM tagged
+    UNION ALL
+    -- a request never sent again is its own first and final attempt: no window over it (they are
+    -- nearly every call, and the windows' sort over all of them is what made this slow)
+    SELECT *, toUInt64(0) AS grp, toFloat64(0) AS prior_ms, toFloat64(0) AS failed_ms, '' AS prev_error,
+        toUInt8(1) AS is_final
+    FROM base
+    WHERE request_hash = '' OR (api_key_id, request_hash) NOT IN (SELECT api_key_id, request_hash FROM retried)
 ),
 calls AS (
     SELECT *,
@@ -155,6 +169,7 @@ calls AS (
 ),
 units AS (
     SELECT period, lv.1 AS level, lv.2 AS g_provider, lv.3 AS g_server, lv.4 AS g_model, lv.5 AS g_hour,
+        cityHash64(lv, period) AS cell_id,
         e2e, c_ttfb, c_prefill, c_decode, c_other, c_retries, c_rate_limit_wait, c_tokens
     FROM calls
     ARRAY JOIN [
@@ -165,10 +180,10 @@ units AS (
     WHERE period >= 0 AND {unit}
 ),
 qs AS (
-    SELECT {cell}, period, count() AS calls, quantile({lo})(e2e) AS lo, quantile({hi})(e2e) AS hi,
+    SELECT cell_id, {cell}, period, count() AS calls, quantile({lo})(e2e) AS lo, quantile({hi})(e2e) AS hi,
         quantile({q})(e2e) AS pq,
         {qcols}
-    FROM units GROUP BY {cell}, period
+    FROM units GROUP BY cell_id, {cell}, period
 ),
 band AS (
     SELECT {cell}, period, any(calls) AS calls, any(pq) AS pq,
@@ -176,10 +191,9 @@ band AS (
         any(q_retries) AS q_retries, any(q_rate_limit_wait) AS q_rate_limit_wait, any(q_tpt) AS q_tpt,
         any(q_tokens) AS q_tokens,
         {band_cols}
-    FROM (SELECT units.*, qs.*, e2e BETWEEN qs.lo AND qs.hi AS in_band FROM units
-          INNER JOIN qs ON units.level = qs.level AND units.g_provider = qs.g_provider
-              AND units.g_server = qs.g_server AND units.g_model = qs.g_model AND units.g_hour = qs.g_hour
-              AND units.period = qs.period)
+    -- each call beside its cell's quantiles, joined on one hashed key (the cells are few, the calls many)
+    FROM (SELECT units.*, qs.calls AS calls, qs.pq AS pq, {qpick}, e2e BETWEEN qs.lo AND qs.hi AS in_band
+          FROM units INNER JOIN qs ON units.cell_id = qs.cell_id)
     GROUP BY {cell}, period
 ),
 cells AS (
