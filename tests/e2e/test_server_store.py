@@ -33,7 +33,8 @@ REAL_CH = os.environ.get("LLMTAP_TEST_CLICKHOUSE_URL", "")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMTAP_")}
+    # COLUMNS/LINES would size report's tables (pytest-xdist workers set COLUMNS=80): as wide as the rows need
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMTAP_") and k not in ("COLUMNS", "LINES")}
     return subprocess.run([*LLMTAP, *args], capture_output=True, text=True, timeout=120, env=env)
 
 
