@@ -263,7 +263,9 @@ def test_realtime_server_vad_turn_starts_at_commit(proxied: Sidecar, mock: Mock)
     assert events[:3] == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "response.created"]
     (row,) = realtime_rows(proxied, sid, 1)
     assert row["outcome"] == "ok" and row["request_bytes"] == 0  # no response.create: the server started it
-    assert PACE_MS - 1 <= row["ttfb_ms"] <= PACE_MS + 250  # from the commit to response.created
+    # from the commit to response.created: both are server messages, seen as the proxy reads them, so a late
+    # read of the first (a busy loop) shortens the gap the mock paced; from anything earlier it would be longer
+    assert PACE_MS - 10 <= row["ttfb_ms"] <= PACE_MS + 250
 
 
 def test_realtime_beta_client_and_refused_upgrade(proxied: Sidecar) -> None:

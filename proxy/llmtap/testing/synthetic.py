@@ -221,8 +221,9 @@ def generate(
             for attempt in range(2, 2 + retries.choice([1, 1, 1, 2, 3])):
                 t += r.retry_after_s or retries.uniform(0.5, 4.0)
                 again = dataclasses.replace(
-                    clean, timestamp=t, attempt=attempt, trace_id=secrets.token_hex(16), span_id=secrets.token_hex(8)
-                )
+                    clean, timestamp=t, attempt=attempt, trace_id=secrets.token_hex(16), span_id=secrets.token_hex(8),
+                    request_id=f"req_{secrets.token_hex(6)}", response_id=f"resp_{secrets.token_hex(6)}",
+                )  # fmt: skip  # each attempt is its own HTTP exchange: the provider gives it its own ids
                 for k in ("client_name", "client_version", "billing", "transport", "connection_id"):
                     setattr(again, k, getattr(r, k))  # the same caller sends it again
                 again.ratelimit_headers = dict(r.ratelimit_headers)
