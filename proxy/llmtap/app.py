@@ -12,7 +12,10 @@ import asyncio
 import ipaddress
 import logging
 import os
+import signal
+import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +24,14 @@ from . import __version__
 from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .capture.batch import BatchExpander
+from .capture.recorder import AdapterFactory, Recorder
 from .durations import parse_duration
-from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
+from .intercept.worker import WorkerSettings
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
-from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
+from .startup import DataDirLock, StartupError, bind_listener, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
@@ -41,6 +45,7 @@ from .telemetry import (
     RetryDetector,
     load_price_file,
 )
+from .workers import Workers, default_workers
 
 log = logging.getLogger("llmtap")
 
@@ -73,6 +78,9 @@ class RunConfig:
     alert_webhook: str = ""
     alert_interval_s: float = 60.0
     grafana_url: str = ""
+    workers: int = 0  # proxy processes; 0: one per usable core (workers.default_workers)
+    log_level: str = "info"
+    log_format: str = "text"
 
 
 class ConfigError(StartupError):
@@ -141,24 +149,25 @@ class Sidecar:
     backend: Backend | None
     writer: StoreWriter | None
     pipeline: Pipeline
-    addon: LlmTapAddon
+    recorder: Recorder
     upstream: Path | None
     lock: DataDirLock | None = None
+    listener: socket.socket | None = None
+    workers: Workers | None = None
 
     def health(self) -> dict[str, Any]:
+        w = self.workers.health() if self.workers is not None else {}
         h: dict[str, Any] = {
-            "status": "draining"
-            if self.addon.draining
-            else "ok"
-            if self.addon.running_since is not None
-            else "starting",
+            "status": "draining" if w.get("draining") else "ok" if w.get("running") else "starting",
             "version": __version__,
             "store_id": store_id(self.cfg.store),
             "pending": self.pipeline.pending(),
-            "inflight_calls": self.addon.inflight,
-            "open_websockets": self.addon.ws.open,
-            "event_loop_tasks": self.addon.loop_tasks(),
+            "inflight_calls": w.get("inflight_calls", 0),
+            "open_websockets": w.get("open_websockets", 0),
+            "event_loop_tasks": w.get("event_loop_tasks"),
+            "workers": w.get("workers", 0),
         }
+        self.metrics.client_connections.set(w.get("client_connections", 0))
         if self.writer is not None:
             queued = self.writer.queued()
             self.metrics.store_queue.set(queued)
@@ -200,6 +209,7 @@ def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list
     content. ``LLMTAP_TEST_CACHE_TTL`` (tests only: a duration) stands for the providers' 5-minute cache
     TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
     pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
+    pricer.warm()
     cache = CacheMissAnalyzer(pricer.cache_read_saving)
     if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
         cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
@@ -216,14 +226,17 @@ def build(cfg: RunConfig) -> Sidecar:
     prepare_data_dir(cfg.data_dir)
     lock = DataDirLock(cfg.data_dir)
     lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
+    listener: socket.socket | None = None
     try:
-        check_port("--listen", *cfg.listen)
+        listener = bind_listener("--listen", *cfg.listen)  # the workers share it
         check_port("--admin", *cfg.admin)
         sc = _build(cfg)
     except BaseException:
+        if listener is not None:
+            listener.close()
         lock.release()
         raise
-    sc.lock = lock
+    sc.lock, sc.listener = lock, listener
     return sc
 
 
@@ -284,23 +297,71 @@ def _assemble(
         sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
     enrichers, expanders = _analysis(cfg, metrics, prices)
     pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
-    addon = LlmTapAddon(
-        AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
-        pipeline,
-        Fingerprinter.from_data_dir(cfg.data_dir),
-        make_adapter,
+
+    def parse_error(api: str, e: BaseException) -> None:
+        metrics.parse_errors.labels(api).inc()
+        log.warning("side parser failed for a %s call (traffic unaffected): %s", api, e)
+
+    fingerprinter = Fingerprinter.from_data_dir(cfg.data_dir)
+    recorder = Recorder(pipeline.process, fingerprinter, cfg.service, make_adapter, parse_error)
+    return Sidecar(cfg, metrics, backend, writer, pipeline, recorder, upstream)
+
+
+def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings:
+    from .intercept.mitm import EVENT_LOOP
+
+    return WorkerSettings(
+        index=0,
+        listen=cfg.listen,
+        confdir=str(ca_dir(cfg.data_dir)),
+        allow_hosts=allow_host_patterns(cfg.intercept),
+        intercept=cfg.intercept,
+        upstream_bundle=str(sc.upstream) if sc.upstream else "",
+        proxy_auth=cfg.proxy_auth,
+        connect_to=[(h, p, a, ap) for (h, p), (a, ap) in cfg.connect_to.items()],
+        drain_timeout=cfg.drain_timeout,
+        max_clients=-(-cfg.max_client_connections // workers),  # the cap is the sidecar's: shared out
+        header_timeout=cfg.client_header_timeout,
+        admin=cfg.admin,
+        log_level=cfg.log_level,
+        log_format=cfg.log_format,
+        event_loop=EVENT_LOOP,
     )
-    return Sidecar(cfg, metrics, backend, writer, pipeline, addon, upstream)
+
+
+async def supervise(cfg: RunConfig, sc: Sidecar, announce: Callable[[], None]) -> None:
+    """Start the proxy workers, record what they hand off until SIGTERM/SIGINT, then drain them."""
+    assert sc.listener is not None
+    count = cfg.workers or default_workers()
+    workers = Workers(
+        worker_settings(cfg, sc, count),
+        count,
+        sc.listener,
+        sc.recorder,
+        on_dropped=lambda reason, n: sc.metrics.client_dropped.labels(reason).inc(n),
+    )
+    sc.workers = workers
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    cutting: list[asyncio.Task[None]] = []
+
+    def signalled() -> None:
+        if stop.is_set():
+            cutting.append(loop.create_task(workers.stop()))  # a second signal: the workers cut their calls now
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, signalled)
+    await workers.start()
+    announce()
+    await stop.wait()
+    log.info("draining the proxy workers")
+    sc.listener.close()  # the workers' copies close as they drain: then the port refuses connections
+    await workers.stop()
 
 
 def run(cfg: RunConfig) -> int:
-    from .intercept.limits import LimitsConfig
-    from .intercept.mitm import ProxySettings, event_loop_factory, serve
-
     sc = build(cfg)
-    # The event loop's thread gives the GIL up at every select(); taking it back must not wait 5 ms
-    # (CPython's default) behind a busy worker each time: that convoy delayed every stream's events.
-    sys.setswitchinterval(0.0005)
     admin: AdminServer | None = None
     alerts = None
     try:
@@ -319,23 +380,6 @@ def run(cfg: RunConfig) -> int:
                 lambda sql, fmt: reads.run(sql, fmt), cfg.data_dir, cfg.alert_webhook, cfg.alert_interval_s
             )
             alerts.start()
-        settings = ProxySettings(
-            listen=cfg.listen,
-            confdir=ca_dir(cfg.data_dir),
-            allow_hosts=allow_host_patterns(cfg.intercept),
-            upstream_bundle=sc.upstream,
-            proxy_auth=cfg.proxy_auth,
-            connect_to=cfg.connect_to,
-            drain_timeout=cfg.drain_timeout,
-            limits=LimitsConfig(
-                max_clients=cfg.max_client_connections,
-                header_timeout=cfg.client_header_timeout,
-                admin=cfg.admin,
-                intercept=cfg.intercept,
-                on_drop=lambda reason: sc.metrics.client_dropped.labels(reason).inc(),
-                on_open=sc.metrics.client_connections.set,
-            ),
-        )
 
         def announce() -> None:
             print(
@@ -345,8 +389,10 @@ def run(cfg: RunConfig) -> int:
                 flush=True,
             )
 
-        asyncio.run(serve(settings, sc.addon, announce), loop_factory=event_loop_factory())
+        asyncio.run(supervise(cfg, sc, announce))
     finally:
+        if sc.listener is not None:
+            sc.listener.close()
         if alerts is not None:
             alerts.close()
         log.info("shutting down: flushing records")

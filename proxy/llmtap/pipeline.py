@@ -18,6 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
+from time import perf_counter_ns
 from typing import Protocol
 
 from .capture import CallContext, Capture, End, TokenEstimator, build
@@ -89,6 +90,7 @@ class Pipeline:
         self._max_queue = max_queue
         self._pending = 0
         self._lock = threading.Lock()
+        self._sink_ms = 0.0  # the sinks' mean time per record (EWMA), part of each call's overhead
         self._thread = threading.Thread(target=self._run, name="llmtap-pipeline", daemon=True)
         self._thread.start()
 
@@ -110,12 +112,14 @@ class Pipeline:
             if item is None:
                 return
             try:
-                self._process(*item)
+                self.process(*item)
             finally:
                 with self._lock:
                     self._pending -= 1
 
-    def _process(self, cap: Capture, end: End) -> None:
+    def process(self, cap: Capture, end: End) -> None:
+        """Build, expand, enrich, redact and emit one finished call, on the caller's thread (the recorder's)."""
+        t0 = perf_counter_ns()
         try:
             rec, ctx = build(cap, end, self.estimator)
         except Exception:
@@ -129,7 +133,7 @@ class Pipeline:
                 more.append(expander.expand(rec, ctx))
             except Exception:
                 log.exception("expander %s failed for a %s call", type(expander).__name__, rec.api)
-        self._finish(rec, ctx)
+        self._finish(rec, ctx, t0)
         for records in more:
             try:
                 for one, one_ctx in records:
@@ -137,7 +141,7 @@ class Pipeline:
             except Exception:
                 log.exception("expanding a %s call failed", rec.api)
 
-    def _finish(self, rec: CallRecord, ctx: CallContext) -> None:
+    def _finish(self, rec: CallRecord, ctx: CallContext, t0: int | None = None) -> None:
         for enricher in self.enrichers:
             try:
                 enricher.enrich(rec, ctx)
@@ -146,12 +150,19 @@ class Pipeline:
         redact_record(rec)
         if "parse_error" in rec.extra:
             log.warning("side parser stopped for a %s call: %s", rec.api, rec.extra["parse_error"])
+        if t0 is not None and rec.overhead_ms is not None:
+            # What llmtap adds per call: the proxy's loop and the recorder (in the record already), this
+            # pipeline's work so far, and the sinks' mean time per record (a record cannot carry the
+            # time it takes to store itself).
+            rec.overhead_ms += (perf_counter_ns() - t0) / 1e6 + self._sink_ms
+        s0 = perf_counter_ns()
         for sink in self.sinks:
             try:
                 sink.emit(rec)
             except Exception:
                 log.exception("sink %s failed", type(sink).__name__)
                 self.metrics.dropped.labels("sink_error").inc()
+        self._sink_ms += ((perf_counter_ns() - s0) / 1e6 - self._sink_ms) * 0.05
 
     def pending(self) -> int:
         with self._lock:

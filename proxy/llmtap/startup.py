@@ -34,6 +34,18 @@ class StartupError(ValueError):
 
 def check_port(flag: str, host: str, port: int) -> None:
     """Bind and release ``host:port`` the way the servers will (``SO_REUSEADDR``)."""
+    _bind(flag, host, port).close()
+
+
+def bind_listener(flag: str, host: str, port: int, backlog: int = 1024) -> socket.socket:
+    """The proxy's listening socket, bound once by the supervisor and shared by its workers."""
+    s = _bind(flag, host, port)
+    s.listen(backlog)
+    s.set_inheritable(True)
+    return s
+
+
+def _bind(flag: str, host: str, port: int) -> socket.socket:
     if not 0 < port < 65536:
         raise StartupError(f"{flag} {host}:{port}: the port must be 1-65535")
     try:
@@ -41,23 +53,25 @@ def check_port(flag: str, host: str, port: int) -> None:
     except socket.gaierror as e:
         raise StartupError(f"{flag} {host}:{port}: cannot resolve {host!r} ({e.strerror}): give an address") from None
     family, kind, proto, _, sockaddr = infos[0]
-    with socket.socket(family, kind, proto) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(sockaddr)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                raise StartupError(
-                    f"{flag} {host}:{port}: the address is already in use (another llmtap, or another server): "
-                    f"stop it or pick a free port with {flag} HOST:PORT"
-                ) from None
-            if e.errno == errno.EADDRNOTAVAIL:
-                raise StartupError(f"{flag} {host}:{port}: {host} is not an address of this machine") from None
-            if e.errno == errno.EACCES:
-                raise StartupError(
-                    f"{flag} {host}:{port}: permission denied (ports below 1024 need privileges): use a port >= 1024"
-                ) from None
-            raise StartupError(f"{flag} {host}:{port}: cannot listen: {e.strerror}") from None
+    s = socket.socket(family, kind, proto)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(sockaddr)
+    except OSError as e:
+        s.close()
+        if e.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"{flag} {host}:{port}: the address is already in use (another llmtap, or another server): "
+                f"stop it or pick a free port with {flag} HOST:PORT"
+            ) from None
+        if e.errno == errno.EADDRNOTAVAIL:
+            raise StartupError(f"{flag} {host}:{port}: {host} is not an address of this machine") from None
+        if e.errno == errno.EACCES:
+            raise StartupError(
+                f"{flag} {host}:{port}: permission denied (ports below 1024 need privileges): use a port >= 1024"
+            ) from None
+        raise StartupError(f"{flag} {host}:{port}: cannot listen: {e.strerror}") from None
+    return s
 
 
 def prepare_data_dir(path: Path) -> None:

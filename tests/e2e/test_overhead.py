@@ -1,6 +1,7 @@
 """llmtap's own cost per call (``overhead_ms``, ``llmtap.overhead_ms``, ``llmtap_overhead_seconds``) on a real
-`llmtap run`: near zero on a plain call to the mock, and at least the delay injected into the tee when llmtap's
-own code is made slow (``LLMTAP_FAULT_INJECT=tee_delay``)."""
+`llmtap run`: near zero on a plain call to the mock, and at least the delay injected into the parser when llmtap's
+own code is made slow (``LLMTAP_FAULT_INJECT=tee_delay``) — a delay the traffic never waits for, since the parse runs
+in the recorder's process."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def test_overhead_is_near_zero_on_a_plain_call(plain: Sidecar, otlp: OtlpReceive
     # Hooks and a JSON parse per chunk take microseconds (~0.3 ms per call on an idle machine): under a tenth of
     # what the injected delay adds, even on a loaded one (the figure is the loop's wall time in llmtap's code).
     assert values[len(values) // 2] < INJECTED_MS / 10, values
-    assert all(r["overhead_ms"] < r["duration_ms"] for r in rows)
+    assert all(r["overhead_ms"] < r["duration_ms"] for r in rows), [(r["overhead_ms"], r["duration_ms"]) for r in rows]
     check_exported(plain, otlp, rows, before)
 
 
@@ -108,8 +109,9 @@ def test_overhead_grows_with_a_delay_injected_in_the_tee(slow: Sidecar, otlp: Ot
     rows = [slow.row(sid) for sid in streamed_calls(slow, 3)]
     for row in rows:
         assert row["outcome"] == "ok" and row["content_events"] == EVENTS
-        # every content event waited TEE_DELAY_MS inside the tee (the role/finish/usage chunks too)
+        # every content event waited TEE_DELAY_MS in the parser (the role/finish/usage chunks too)
         assert row["overhead_ms"] >= INJECTED_MS, row["overhead_ms"]
-        assert row["overhead_ms"] < row["duration_ms"]
+        # ...in the recorder's process, off the traffic's path: the call ended before its parse did
+        assert row["duration_ms"] < row["overhead_ms"], (row["duration_ms"], row["overhead_ms"])
     check_exported(slow, otlp, rows, before)
     assert overhead_histogram(slow)[2] - before[2] == len(rows)  # each observed over 50 ms

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from time import perf_counter_ns
 from typing import Any
 
 from ..adapters import Adapter
@@ -182,16 +181,18 @@ class Capture:
         except Exception as e:
             self._parse_failed(e)
 
-    def tee(self, data: bytes) -> bytes:
-        """The ``flow.response.stream`` callable: returns ``data`` unchanged, always."""
+    def feed(self, data: bytes, t: float) -> None:
+        """Response bytes as they came off the wire at monotonic time ``t``; never raises."""
         if data and self.parsing:
-            t0 = perf_counter_ns()
             try:
-                self._feed(data, time.monotonic())
+                self._feed(data, t)
             except Exception as e:
                 self._parse_failed(e)
-            self.loop_ns += perf_counter_ns() - t0
         self.response_bytes += len(data)
+
+    def tee(self, data: bytes) -> bytes:
+        """Feeds ``data`` as arrived now and returns it unchanged (a capture driven directly: tests, tools)."""
+        self.feed(data, time.monotonic())
         return data
 
     def _feed(self, data: bytes, t: float, step: int = LOOP_STEP) -> None:

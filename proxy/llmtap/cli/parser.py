@@ -242,6 +242,12 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         help="time a new client connection has to send its first request, default 30s",
     )
     run.add_argument(
+        "--workers",
+        type=number("--workers", int, 0),
+        default=env("workers", "0"),
+        help="proxy processes sharing the listening port (0: one per usable core, at most 4), default 0",
+    )
+    run.add_argument(
         "--drain-timeout",
         type=duration("--drain-timeout"),
         default=env("drain-timeout", "30s"),

@@ -69,6 +69,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         alert_webhook=args.alert_webhook,
         alert_interval_s=_alert_interval(args.alert_interval),
         grafana_url=args.grafana_url,
+        workers=args.workers,
+        log_level=str(args.log_level),
+        log_format=args.log_format,
     )
     for spec in cfg.intercept:
         try:

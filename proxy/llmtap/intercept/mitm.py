@@ -20,6 +20,7 @@ import importlib.util
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,10 +112,13 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.create_connection = create_connection  # type: ignore[method-assign,assignment]
 
 
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The proxy's event loop: asyncio's; ``LLMTAP_EVENT_LOOP=uvloop`` runs mitmproxy on uvloop instead (when
-    installed; not a dependency: see docs/performance.md for what it measured)."""
-    if os.environ.get("LLMTAP_EVENT_LOOP", "").lower() != "uvloop":
+EVENT_LOOP = os.environ.get("LLMTAP_EVENT_LOOP", "")  # 'uvloop' runs the workers' loops on uvloop
+
+
+def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The proxy's event loop: asyncio's; ``uvloop`` (``LLMTAP_EVENT_LOOP=uvloop``) runs mitmproxy on uvloop
+    instead (when installed; not a dependency: see docs/performance.md for what it measured)."""
+    if name.lower() != "uvloop":
         return None
     try:
         import uvloop
@@ -168,9 +172,31 @@ def _startup_error(settings: ProxySettings, errors: list[logging.LogRecord]) -> 
     return StartupError(f"--listen {host}:{port}: the proxy could not start: {first}")
 
 
-async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], None] | None = None) -> None:
-    """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT, then drain (:func:`drain`)."""
+def listen_on(sock: socket.socket) -> None:
+    """Make this process's regular-mode proxy accept on ``sock`` (bound and listening already, shared
+    with the other workers) instead of binding the port itself."""
+    from mitmproxy.proxy.mode_servers import RegularInstance
+
+    async def listen(self: Any, host: str, port: int) -> list[Any]:
+        return [await asyncio.start_server(self.handle_stream, sock=sock)]
+
+    RegularInstance.listen = listen  # type: ignore[method-assign]
+
+
+async def serve(
+    settings: ProxySettings,
+    addon: Any,
+    on_running: Callable[[], None] | None = None,
+    *,
+    listener: socket.socket | None = None,
+    on_stop: Callable[[Callable[[], None]], None] | None = None,
+) -> None:
+    """Run mitmproxy with llmtap's addon until SIGTERM/SIGINT, then drain (:func:`drain`). ``listener``: a
+    listening socket to accept on (a worker's, shared); ``on_stop`` receives a function that cuts the
+    proxy at once (the worker calls it when its supervisor is gone)."""
     raise_nofile()
+    if listener is not None:
+        listen_on(listener)
     addons = proxy_addons(bool(settings.proxy_auth))  # first: keeps mitmproxy's unused addons unimported
     from mitmproxy.log import MitmLogHandler
     from mitmproxy.master import Master
@@ -204,6 +230,8 @@ async def serve(settings: ProxySettings, addon: Any, on_running: Callable[[], No
     stop = Stop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.request)
+    if on_stop is not None:
+        on_stop(stop.cut)
 
     quiet = _StartupErrorsToStartupError()
     ours = [h for h in logging.getLogger().handlers if not isinstance(h, MitmLogHandler)]

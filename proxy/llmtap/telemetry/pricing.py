@@ -291,6 +291,13 @@ class Pricer:
         except Exception:
             return None
 
+    def warm(self) -> None:
+        """Load the price data now (at start) rather than on the first call, which would carry its cost."""
+        try:
+            GenaiQuote("openai", "gpt-4o", {}, datetime.now(UTC))(Tokens(1))
+        except Exception as e:
+            log.warning("genai-prices could not be loaded: %s", e)
+
     def enrich(self, r: CallRecord, ctx: object = None) -> None:
         """The :class:`~llmtap.pipeline.Enricher` face of :meth:`apply`."""
         self.apply(r)

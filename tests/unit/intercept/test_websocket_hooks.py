@@ -13,22 +13,30 @@ from mitmproxy.test import tflow
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
+from llmtap import handoff
 from llmtap.capture import Capture, End
+from llmtap.capture.recorder import Recorder
 from llmtap.intercept.addon import AddonConfig, LlmTapAddon
 from llmtap.intercept.attribution import Fingerprinter
 
 
 class Pipe:
-    def __init__(self) -> None:
+    """The recorder the addon's messages go to, in-process: what it would hand the pipeline."""
+
+    def __init__(self, tmp_path: Path) -> None:
         self.got: list[tuple[Capture, End]] = []
+        self.recorder = Recorder(self.submit, Fingerprinter.from_data_dir(tmp_path), "default-svc")
 
     def submit(self, cap: Capture, end: End) -> None:
         self.got.append((cap, end))
 
+    def put(self, msg: handoff.Message) -> None:
+        self.recorder.handle(0, [msg])
+
 
 def addon(tmp_path: Path) -> tuple[LlmTapAddon, Pipe]:
-    pipe = Pipe()
-    return LlmTapAddon(AddonConfig(service="default-svc"), pipe, Fingerprinter.from_data_dir(tmp_path)), pipe  # type: ignore[arg-type]
+    pipe = Pipe(tmp_path)
+    return LlmTapAddon(AddonConfig(), pipe.put), pipe
 
 
 def realtime_flow(proxy_user: str = "") -> http.HTTPFlow:
@@ -114,7 +122,7 @@ def test_a_refused_upgrade_is_a_call(tmp_path: Path) -> None:
 
 
 def test_the_connect_names_the_service_of_every_call_on_the_connection(tmp_path: Path) -> None:
-    a, _ = addon(tmp_path)
+    a, pipe = addon(tmp_path)
     connect = tflow.tflow()
     connect.request.method = "CONNECT"
     connect.request.headers["proxy-authorization"] = "Basic " + base64.b64encode(b"batch-jobs:x").decode()
@@ -126,10 +134,12 @@ def test_the_connect_names_the_service_of_every_call_on_the_connection(tmp_path:
     inner.request.content = b'{"model": "gpt-4o", "messages": []}'
     a.requestheaders(inner)
     a.request(inner)
-    assert inner.metadata["llmtap"].facts.service == "batch-jobs"
+    a.response(inner)
+    assert pipe.got[-1][0].facts.service == "batch-jobs"
     other = tflow.tflow()  # another client connection: the sidecar's --service
     other.request.host, other.request.port, other.request.scheme = "api.openai.com", 443, "https"
     other.request.method, other.request.path = "POST", "/v1/chat/completions"
     a.requestheaders(other)
     a.request(other)
-    assert other.metadata["llmtap"].facts.service == "default-svc"
+    a.response(other)
+    assert pipe.got[-1][0].facts.service == "default-svc"

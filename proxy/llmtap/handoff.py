@@ -1,0 +1,150 @@
+"""What a proxy worker hands to the recorder: the raw facts of each call, in batches.
+
+The proxy's processes (:mod:`llmtap.intercept`) do nothing per call but copy what the wire shows
+(request line and headers, the body's bytes, the response's status, headers and chunks with the
+time each arrived, how the call ended) into these messages; everything that costs — parsing,
+building the record, pricing, the store — happens in the recorder's process
+(:mod:`llmtap.capture.recorder`), which replays the same bytes at the same times through the same
+parsers, so a row is what it would have been had the parse run on the proxy's loop.
+
+Messages are typed tuples (:class:`typing.NamedTuple`), sent as ``marshal``-encoded lists, one
+frame per batch: ``u32 length`` + payload. ``marshal`` is safe here because both ends are llmtap
+processes over a socketpair the supervisor made; it is never used on bytes from the network.
+
+Ids: a worker numbers its calls (``call``); the recorder keys them by (worker, call). A WebSocket
+is the call of its upgrade request: its messages carry that id.
+"""
+
+from __future__ import annotations
+
+import marshal
+import struct
+from typing import Any, NamedTuple
+
+from .record import EndKind
+
+Chunk = tuple[float, bytes]  # (monotonic arrival time, the bytes as they came off the wire)
+Headers = list[tuple[str, str]]  # names lower-cased, in order, repeated names kept
+
+
+class Request(NamedTuple):
+    """A call's request line, headers and body, sent once the body has ended (or at the upgrade of a
+    WebSocket). ``headers`` are as the client sent them (attribution headers included: the worker
+    strips them from what goes upstream). ``body`` is empty when it was over the parse bound; then
+    ``body_hash`` is the worker's hash of all of it."""
+
+    call: int
+    start_wall: float
+    start_mono: float
+    method: str
+    host: str
+    port: int
+    path: str
+    headers: Headers
+    body: bytes
+    body_size: int
+    body_hash: str  # '' when ``body`` is whole (the recorder hashes it)
+    provider: str
+    adapter: str  # the adapter class's name (``llmtap.adapters``), or the WebSocket adapter's for an upgrade
+    model: str  # the model named in the path ('' when the body names it)
+    proxy_user: str  # the service the proxy URL's user names ('' none)
+    connection: str  # the client connection's id
+    websocket: bool  # an upgrade request: its socket's messages follow
+    loop_ns: int  # llmtap's own time on the proxy's loop so far
+
+
+class Response(NamedTuple):
+    call: int
+    status: int
+    headers: Headers
+    mono: float
+
+
+class Body(NamedTuple):
+    """Response chunks, in order; sent when enough is held, and with the end."""
+
+    call: int
+    chunks: list[Chunk]
+
+
+class End(NamedTuple):
+    call: int
+    kind: EndKind
+    mono: float
+    message: str
+    loop_ns: int  # llmtap's own loop time since the request message
+
+
+class SocketOpen(NamedTuple):
+    """The upgrade was answered with a socket: its calls are its messages."""
+
+    call: int
+    headers: Headers
+    mono: float
+
+
+class SocketMessage(NamedTuple):
+    call: int
+    from_client: bool
+    mono: float
+    content: bytes
+
+
+class SocketClose(NamedTuple):
+    call: int
+    closed_by_client: bool | None  # None: neither side closed it (the connection broke)
+    mono: float
+    reason: str
+
+
+class WorkerState(NamedTuple):
+    """A worker's health, sent when it changes (at most every :data:`STATE_EVERY_S`)."""
+
+    worker: int
+    running: bool
+    draining: bool
+    inflight: int
+    open_websockets: int
+    loop_tasks: int
+    client_connections: int
+    dropped: dict[str, int]  # client connections dropped since start, by reason (cumulative)
+    startup_error: str  # a worker that could not start says why, once, and exits
+
+
+Message = Request | Response | Body | End | SocketOpen | SocketMessage | SocketClose | WorkerState
+KINDS: tuple[type[Any], ...] = (Request, Response, Body, End, SocketOpen, SocketMessage, SocketClose, WorkerState)
+_TAG: dict[type[Any], int] = {cls: i for i, cls in enumerate(KINDS)}
+STATE_EVERY_S = 0.2
+_LEN = struct.Struct("<I")
+MAX_FRAME = 256 << 20  # a batch bigger than this is a broken peer, not a batch
+
+
+def encode(batch: list[Message]) -> bytes:
+    """One frame: the batch's messages as (tag, fields) tuples, marshalled, length first."""
+    payload = marshal.dumps([(_TAG[type(m)], tuple(m)) for m in batch])
+    return _LEN.pack(len(payload)) + payload
+
+
+class Decoder:
+    """Frames in (any split), messages out."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[Message]:
+        buf = self._buf
+        buf += data
+        out: list[Message] = []
+        pos = 0
+        while len(buf) - pos >= 4:
+            (n,) = _LEN.unpack_from(buf, pos)
+            if n > MAX_FRAME:
+                raise ValueError(f"handoff frame of {n} bytes: the peer is broken")
+            if len(buf) - pos - 4 < n:
+                break
+            payload = bytes(buf[pos + 4 : pos + 4 + n])
+            pos += 4 + n
+            out.extend(KINDS[tag](*fields) for tag, fields in marshal.loads(payload))
+        if pos:
+            del buf[:pos]
+        return out

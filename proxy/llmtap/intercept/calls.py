@@ -1,0 +1,117 @@
+"""The state of one captured call on the proxy's loop: what the wire showed, held until it is handed off.
+
+One :class:`CallState` per flow, under one metadata key (:data:`KEY`): the request's facts, a
+:class:`RequestTee` for its body and a :class:`ResponseTee` for its response. The tees are the
+``stream`` callables mitmproxy calls per chunk: they return the chunk unchanged and only keep it
+(with its arrival time), so nothing but a list append happens per chunk on the loop. Parsing happens
+in the recorder (:mod:`llmtap.capture.recorder`), fed by :mod:`llmtap.handoff` messages.
+
+Memory: a request body is kept up to :data:`MAX_REQUEST_BODY` (the recorder's parse bound), then
+only counted and hashed; response chunks are handed off whenever :data:`HANDOFF_BYTES` are held, so
+a long stream never accumulates here.
+
+Self-overhead: :meth:`CallState.timed` adds the time a hook spent to the call's ``loop_ns``; the tees
+add theirs per chunk. It travels with the call's messages and becomes part of ``overhead_ms``.
+
+Thread contract: every method runs on the proxy's event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import monotonic, perf_counter_ns
+
+from .. import handoff
+from ..record import EndKind
+
+KEY = "llmtap"  # the one flow.metadata key llmtap uses
+MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes handed off for parsing; beyond, counted and hashed only
+HANDOFF_BYTES = 256 * 1024  # response bytes held before they are handed off mid-call
+
+Put = Callable[[handoff.Message], None]
+
+
+class RequestTee:
+    """The ``flow.request.stream`` callable of a call: returns each chunk unchanged, keeps it up to the bound."""
+
+    __slots__ = ("chunks", "sha", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] | None = []
+        self.size = 0
+        self.sha: hashlib._Hash | None = None  # hashing starts only past the bound (the recorder hashes the rest)
+
+    def __call__(self, data: bytes) -> bytes:
+        if data:
+            self.size += len(data)
+            chunks = self.chunks
+            if chunks is not None:
+                chunks.append(data)
+                if self.size > MAX_REQUEST_BODY:
+                    self.sha = hashlib.sha256()
+                    for c in chunks:
+                        self.sha.update(c)
+                    self.chunks = None
+            elif self.sha is not None:
+                self.sha.update(data)
+        return data
+
+    def body(self) -> tuple[bytes, str]:
+        """(the body when kept whole, else b''; its hash when not kept, else '')."""
+        if self.chunks is not None:
+            return b"".join(self.chunks), ""
+        return b"", self.sha.hexdigest()[:32] if self.sha is not None and self.size else ""
+
+
+@dataclass(slots=True)
+class CallState:
+    """One captured call of a flow (a WebSocket's upgrade request included)."""
+
+    call: int
+    start_wall: float
+    start_mono: float
+    headers: handoff.Headers
+    provider: str
+    adapter: str
+    model: str
+    proxy_user: str
+    websocket: bool = False
+    socket_open: bool = False  # a WebSocket's upgrade was answered and its socket started
+    body: RequestTee = field(default_factory=RequestTee)
+    chunks: list[handoff.Chunk] = field(default_factory=list)
+    held: int = 0
+    loop_ns: int = 0
+    sent: bool = False  # the Request message went out (the rest may follow)
+
+    def timed(self, t0_ns: int) -> None:
+        self.loop_ns += perf_counter_ns() - t0_ns
+
+    def take_loop_ns(self) -> int:
+        n, self.loop_ns = self.loop_ns, 0
+        return n
+
+    def response_tee(self, put: Put) -> Callable[[bytes], bytes]:
+        """The ``flow.response.stream`` callable: keeps (arrival time, chunk), hands off what it holds
+        every :data:`HANDOFF_BYTES`."""
+
+        def tee(data: bytes) -> bytes:
+            if data:
+                t0 = perf_counter_ns()
+                self.chunks.append((monotonic(), data))
+                self.held += len(data)
+                if self.held >= HANDOFF_BYTES:
+                    put(handoff.Body(self.call, self.chunks))
+                    self.chunks, self.held = [], 0
+                self.loop_ns += perf_counter_ns() - t0
+            return data
+
+        return tee
+
+    def end(self, put: Put, kind: EndKind, message: str = "") -> None:
+        """The call is over: what is still held, then its end."""
+        if self.chunks:
+            put(handoff.Body(self.call, self.chunks))
+            self.chunks, self.held = [], 0
+        put(handoff.End(self.call, kind, monotonic(), message, self.take_loop_ns()))
