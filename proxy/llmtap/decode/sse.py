@@ -63,6 +63,10 @@ class SSEDecoder:
         out: list[SSEEvent] = []
         if not chunk:
             return out
+        if self._idle() and chunk.endswith(b"\n\n") and b"\r" not in chunk:
+            whole = self._whole_events(chunk, out)
+            if whole is not None:
+                return whole
         buf = self._buf
         buf += chunk
         if self._bom_state == 0:
@@ -105,6 +109,37 @@ class SSEDecoder:
             self._discard_line = True
             self._drop_event = True
             self.oversized += 1
+        return out
+
+    def _idle(self) -> bool:
+        """Between events, with nothing carried over: a chunk of whole events can be split at once."""
+        return (
+            self._bom_state == 1
+            and not self._buf
+            and not self._skip_lf
+            and not self._data
+            and not self._event
+            and not self._discard_line
+            and not self._drop_event
+        )
+
+    def _whole_events(self, chunk: bytes, out: list[SSEEvent]) -> list[SSEEvent] | None:
+        """A chunk of whole ``\\n``-separated events (how servers flush them): each single ``data:`` line
+        event taken as is, any other block through the line parser — the same events either way.
+        ``None``: the chunk is not such a run of blocks (the caller parses it line by line)."""
+        blocks = chunk.split(b"\n\n")
+        if blocks.pop():
+            return None  # "...\n\n\n": the last separator is not where the chunk ends
+        lines = self.lines + chunk.count(b"\n")
+        limit = self.max_event_bytes
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block and len(block) <= limit and self._id == "":
+                out.append(SSEEvent("message", block[6:].decode("utf-8", "replace")))
+                continue
+            for line in block.split(b"\n") if block else ():
+                self._line(line, out)
+            self._line(b"", out)
+        self.lines = lines
         return out
 
     def flush(self) -> list[SSEEvent]:

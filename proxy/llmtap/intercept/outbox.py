@@ -24,7 +24,7 @@ from .. import handoff
 
 log = logging.getLogger("llmtap.worker")
 
-LINGER_S = 0.005  # how long a batch waits for more messages before it is written
+LINGER_S = 0.02  # how long a batch waits for more messages before it is written (one write per batch)
 MAX_BUFFER = 64 << 20  # bytes waiting for the recorder before batches are dropped
 
 

@@ -1,9 +1,9 @@
-"""The store's :class:`~llmtap.pipeline.RecordSink`: record → ``otel_traces`` row → spool → writer."""
+"""The store's :class:`~llmtap.pipeline.RecordSink`: record → ``otel_traces`` row (RowBinary) → spool → writer."""
 
 from __future__ import annotations
 
 from ..record import CallRecord
-from ..telemetry.semconv import otel_traces_row
+from .rows import encode_record
 from .writer import StoreWriter
 
 
@@ -13,8 +13,8 @@ class StoreSink:
         self.resource = resource or {}
 
     def emit(self, record: CallRecord) -> None:
-        """On the worker: encodes the row and appends it to the spool (disk, never the store)."""
-        self.writer.submit(otel_traces_row(record, self.resource))
+        """On the recorder's thread: encodes the row and appends it to the spool (disk, never the store)."""
+        self.writer.submit_encoded(encode_record(record, self.resource))
 
     def flush(self, timeout: float) -> bool:
         return self.writer.flush(timeout)

@@ -99,7 +99,10 @@ class StoreWriter:
         self._thread.start()
 
     def submit(self, row: Mapping[str, Any]) -> None:
-        data = self.encode(row)
+        self.submit_encoded(self.encode(row))
+
+    def submit_encoded(self, data: bytes) -> None:
+        """A row already in RowBinary (:func:`llmtap.store.rows.encode_record`): to the spool."""
         with self._backlog_lock:
             if self._backlog:  # the disk refused earlier records: these wait behind them, in order
                 self._hold(data)

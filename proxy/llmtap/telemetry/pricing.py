@@ -39,6 +39,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -179,6 +180,21 @@ class GenaiQuote(Quote):
         self.version = __version__
 
     def __call__(self, t: Tokens) -> tuple[float, float]:
+        key = (self.provider_id, self.model, tuple(sorted(self.context.items())), int(self.when.timestamp()) // 3600)
+        try:
+            lin = _LINEAR[key]
+        except KeyError:
+            lin = _LINEAR[key] = Linear.probe(self.calc)
+            if len(_LINEAR) > MAX_REMEMBERED:  # bounded like the model sets: arbitrary names must not grow it
+                _LINEAR.clear()
+        if lin is None:
+            inp, out = self.calc(t)
+        else:
+            inp, out = lin(t)
+        return float(inp), float(out)
+
+    def calc(self, t: Tokens) -> tuple[Decimal, Decimal]:
+        """genai-prices' own calculation (``calc_price``) for ``t``."""
         from genai_prices import Usage, calc_price
 
         usage = Usage(
@@ -195,7 +211,58 @@ class GenaiQuote(Quote):
             genai_request_timestamp=self.when,
             price_context=self.context or None,
         )
-        return float(calc.input_price), float(calc.output_price)
+        return calc.input_price, calc.output_price
+
+
+_M = 1_000_000
+# Usages the linear form is checked against before it is trusted (small, mixed, and past every tier threshold).
+_CHECKS = (
+    Tokens(1, 1),
+    Tokens(3_917, 211, 1_024, 512, 256),
+    Tokens(150_000, 9_000, 40_000, 30_000, 0),
+    Tokens(1_250_000, 70_000, 600_000, 300_000, 100_000),
+    Tokens(40_000_000, 1_000_000, 0, 0, 0),
+)
+
+
+class Linear:
+    """A model's genai-prices prices for one context and hour as a price per token of each usage field,
+    probed once through ``calc_price`` (a million tokens of each field) — used only when they are linear:
+    ``calc_price`` itself gives the same amounts, to the last digit, on :data:`_CHECKS` (no tiers crossed,
+    no fee per request). A call is then five products instead of genai-prices' decomposition."""
+
+    __slots__ = ("cache_read", "cache_write", "cache_write_1h", "input", "output")
+
+    def __init__(self, inp: Decimal, cr: Decimal, cw: Decimal, cw1h: Decimal, out: Decimal) -> None:
+        self.input, self.cache_read, self.cache_write, self.cache_write_1h, self.output = inp, cr, cw, cw1h, out
+
+    def __call__(self, t: Tokens) -> tuple[Decimal, Decimal]:
+        c1h = min(t.cache_write_1h, t.cache_write)
+        uncached = t.input - t.cache_read - t.cache_write
+        inp = uncached * self.input + t.cache_read * self.cache_read
+        inp += (t.cache_write - c1h) * self.cache_write + c1h * self.cache_write_1h
+        return inp / _M, t.output * self.output / _M
+
+    @classmethod
+    def probe(cls, calc: Callable[[Tokens], tuple[Decimal, Decimal]]) -> Linear | None:
+        try:
+            if calc(Tokens(0)) != (0, 0):
+                return None  # a fee per request
+            lin = cls(
+                calc(Tokens(_M))[0],
+                calc(Tokens(_M, cache_read=_M))[0],
+                calc(Tokens(_M, cache_write=_M))[0],
+                calc(Tokens(_M, cache_write=_M, cache_write_1h=_M))[0],
+                calc(Tokens(0, _M))[1],
+            )
+            if all(lin(t) == calc(t) for t in _CHECKS):
+                return lin
+        except Exception:  # an inconsistent probe (a model without some field's price): use calc_price
+            pass
+        return None
+
+
+_LINEAR: dict[tuple[str | None, str, tuple[tuple[str, str], ...], int], Linear | None] = {}
 
 
 def price_context(r: CallRecord) -> dict[str, str]:

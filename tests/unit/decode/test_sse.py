@@ -128,3 +128,41 @@ def test_bare_json_line_is_an_event() -> None:
         SSEEvent("message", '{"a":1}'),
         SSEEvent("message", '{"error": {"code": 500, "status": "INTERNAL"}}'),
     ]
+
+
+class LineByLine(SSEDecoder):
+    """The decoder without its whole-events fast path: every chunk parsed line by line."""
+
+    def _idle(self) -> bool:
+        return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    events=events_st,
+    ids=st.lists(st.sampled_from([b"", b"id: 7\n", b"data: two\n", b":c\n", b"{\"a\":1}\n", b"\n"]), max_size=12),
+    at_events=st.booleans(),
+    cuts=st.lists(st.integers(0, 4000), max_size=8),
+)
+def test_the_whole_events_fast_path_is_the_line_parser(
+    events: list[tuple[str, str, int]], ids: list[bytes], at_events: bool, cuts: list[int]
+) -> None:
+    """Chunks of whole events (as servers flush them) take the fast path; every event, the last event id,
+    and the counters are what the line parser makes of the same bytes."""
+    blocks = [render([e], b"\n") for e in events]
+    blocks = [ids[i % len(ids)] + b for i, b in enumerate(blocks)] if ids else blocks
+    raw = b"".join(blocks)
+    if at_events:  # cut at event boundaries: the fast path's case
+        bounds = [0]
+        for b in blocks:
+            bounds.append(bounds[-1] + len(b))
+        points = sorted({bounds[c % len(bounds)] for c in cuts})
+    else:
+        points = sorted({c % (len(raw) + 1) for c in cuts})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+    fast, slow = SSEDecoder(max_event_bytes=64), LineByLine(max_event_bytes=64)
+    got = [e for p in pieces for e in fast.feed(p)] + fast.flush()
+    want = [e for p in pieces for e in slow.feed(p)] + slow.flush()
+    assert got == want
+    state = ("lines", "comments", "oversized", "_id")
+    assert [getattr(fast, k) for k in state] == [getattr(slow, k) for k in state]
