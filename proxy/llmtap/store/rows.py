@@ -2,16 +2,18 @@
 
 The same bytes as :func:`llmtap.store.rowbinary.encode` of :func:`llmtap.telemetry.semconv.otel_traces_row`
 (``tests/unit/store/test_rows.py`` checks it on random records), without the two dictionaries in between:
-the attribute names are encoded once per column, numbers stringified as the Collector's exporter does
-(:func:`~llmtap.telemetry.semconv.as_string`), and the row assembled as bytes. That path cost more than
-everything else the recorder did for a call.
+each column's attribute name is encoded once and its value stringified by an encoder chosen from its type
+(as the Collector's exporter stringifies it: :func:`~llmtap.telemetry.semconv.as_string`), and the row is
+assembled as bytes. That path cost more than everything else the recorder did for a call.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from dataclasses import fields
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from .. import SCOPE_NAME, __version__
 from ..record import NOT_COLUMNS, CallRecord
@@ -20,9 +22,67 @@ from .rowbinary import _string, _uvarint
 
 _Q = struct.Struct("<q")
 _UQ = struct.Struct("<Q")
-# (column, its attribute name encoded, omitted when empty, omitted when false): the span_attributes order.
-_PLAN: tuple[tuple[str, bytes, bool, bool], ...] = tuple(
-    (f.name, _string(attribute_name(f.name)), f.name in OMIT_EMPTY, f.name == "stream")
+_INF, _NINF = float("inf"), float("-inf")
+
+
+def number(v: float) -> str:
+    """:func:`~llmtap.telemetry.semconv.es6_number`, with the common cases fast: ``repr`` has the same shortest
+    digits, written without an exponent from 1e-4 to 1e16 (ES6's own form there) and with one down to ES6's 1e-6."""
+    if v != v or v in (_INF, _NINF):
+        return es6_number(v)
+    a = -v if v < 0 else v
+    if 1e-4 <= a < 1e16:
+        s = repr(v)
+        return s[:-2] if s.endswith(".0") else s
+    if 1e-6 <= a < 1e-4:  # "7.75e-05" → "0.0000775"
+        mant, _, exp = repr(a).partition("e")
+        return ("-" if v < 0 else "") + "0." + "0" * (-int(exp) - 1) + mant.replace(".", "")
+    return es6_number(v)
+
+
+# Per column type; a value of another type than its column's (it should not happen) takes the general path.
+def _text(v: str) -> bytes:
+    return _string(v if v.__class__ is str else as_string(v))
+
+
+def _int(v: int) -> bytes:
+    return _string(str(v) if v.__class__ is int else as_string(v))
+
+
+def _float(v: float) -> bytes:
+    return _string(number(v) if v.__class__ is float else as_string(v))
+
+
+def _bool(v: bool) -> bytes:
+    if v.__class__ is not bool:
+        return _string(as_string(v))
+    return _TRUE if v else _FALSE
+
+
+def _json(v: dict[str, str]) -> bytes:  # a map column travels as one JSON string (OTel has no map values)
+    if not isinstance(v, dict):
+        return _string(as_string(v))
+    return _string(json.dumps(v, separators=(",", ":"), ensure_ascii=False, sort_keys=True))
+
+
+_TRUE, _FALSE = _string("true"), _string("false")
+_BY_TYPE: dict[type, Callable[[Any], bytes]] = {str: _text, int: _int, float: _float, bool: _bool, dict: _json}
+
+
+def _encoder(hint: Any) -> Callable[[Any], bytes]:
+    """The column's stringification, from its type (``Optional`` and ``Literal`` unwrapped)."""
+    if get_origin(hint) is Literal:
+        return _text
+    args = [a for a in get_args(hint) if a is not type(None)]
+    if args and get_origin(hint) is not dict:
+        return _encoder(args[0])
+    return _BY_TYPE[get_origin(hint) or hint]
+
+
+_HINTS = get_type_hints(CallRecord)
+# (column, its attribute name encoded, its value's encoder, omitted when empty/false): the span_attributes order.
+_PLAN: tuple[tuple[str, bytes, Callable[[Any], bytes], bool], ...] = tuple(
+    (f.name, _string(attribute_name(f.name)), _encoder(_HINTS[f.name]), f.name in OMIT_EMPTY or f.name == "stream")
     for f in fields(CallRecord)
     if f.name not in NOT_COLUMNS and f.name not in SPAN_FIELDS
 )
@@ -35,40 +95,15 @@ _ERROR, _UNSET = _string("Error"), _string("Unset")
 _SERVICE_NAME = _string("service.name")
 
 
-def number(v: float) -> str:
-    """:func:`~llmtap.telemetry.semconv.es6_number`, with the common case (``repr`` already in ES6 form) fast."""
-    if v != v or v in (float("inf"), float("-inf")):
-        return es6_number(v)
-    a = -v if v < 0 else v
-    if 1e-4 <= a < 1e16:  # repr writes these without an exponent, with the same shortest digits as ES6
-        s = repr(v)
-        return s[:-2] if s.endswith(".0") else s
-    return es6_number(v)
-
-
-def _value(v: object) -> str:
-    if v.__class__ is str:
-        return v  # type: ignore[return-value]
-    if v.__class__ is float:
-        return number(v)  # type: ignore[arg-type]
-    if v.__class__ is bool:
-        return "true" if v else "false"
-    if v.__class__ is int:
-        return str(v)
-    if isinstance(v, dict):  # a map column travels as one JSON string (OTel has no map values)
-        return json.dumps(v, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    return as_string(v)
-
-
 def encode_record(r: CallRecord, resource: dict[str, str] | None = None) -> bytes:
     out: list[bytes] = []
     n = 0
-    for name, key, omit_empty, flag in _PLAN:
+    for name, key, encode, omit_empty in _PLAN:
         v = getattr(r, name)
-        if v is None or ((omit_empty or flag) and not v):
+        if v is None or (omit_empty and not v):
             continue
         out.append(key)
-        out.append(_string(_value(v)))
+        out.append(encode(v))
         n += 1
     if r.finish_reason_raw:
         out.append(_FINISH_REASONS)

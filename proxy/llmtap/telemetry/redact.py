@@ -18,6 +18,7 @@ log line. Shapes covered:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -83,6 +84,7 @@ def _bearer_like(m: re.Match[str]) -> str:
     return s
 
 
+@functools.lru_cache(maxsize=4096)  # model names, services, features: the same few values call after call
 def redact_ids(text: str) -> str:
     """Distinctive shapes and named credentials, not the heuristics: for ids, model names and
     attribution values (a user id may well be 32 hex digits)."""
@@ -97,6 +99,7 @@ def redact_ids(text: str) -> str:
     return _ASSIGNED.sub(lambda m: f"{m.group(1)}{MASK}", text)
 
 
+@functools.lru_cache(maxsize=1024)
 def redact(text: str, emails: bool = True) -> str:
     """Every shape, for free text (error messages, content, log lines)."""
     if not text:
