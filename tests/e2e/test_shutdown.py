@@ -131,7 +131,7 @@ def _offline_rows(sc: Sidecar) -> dict[str, dict[str, Any]]:
 def test_shutdown_drains_in_flight_streams_then_cuts_the_rest_as_sidecar_shutdown(
     mock: Mock, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    sc = start_sidecar(tmp_path / "data", mock, "--drain-timeout", "6s")
+    sc = start_sidecar(tmp_path / "data", mock, "--drain-timeout", "6s", "--workers", "3")  # each drains
     short, long_ = session_id(), session_id()
     results: dict[str, dict[str, Any]] = {short: {}, long_: {}}
     threads = [

@@ -88,7 +88,7 @@ def chhttp(tmp_path: Path) -> Iterator[ClickHouseHTTP]:
 
 @pytest.mark.skipif(bool(REAL_CH), reason="needs a ClickHouse endpoint the test can stop")
 def test_clickhouse_store_survives_a_10s_outage(mock: Mock, chhttp: ClickHouseHTTP, tmp_path: Path) -> None:
-    sc = start_sidecar(tmp_path / "data", mock, "--store", chhttp.url)
+    sc = start_sidecar(tmp_path / "data", mock, "--store", chhttp.url, "--workers", "3")
     try:
         c = make_client(sc)
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -162,7 +162,7 @@ def test_real_clickhouse_server(mock: Mock, tmp_path: Path) -> None:
 
 def test_sigkill_loses_nothing_completed(mock: Mock, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    sc = start_sidecar(data, mock)
+    sc = start_sidecar(data, mock, "--workers", "3")
     c = make_client(sc)
     for i in range(50):
         one_call(c, "killed", i)
