@@ -33,6 +33,7 @@ from .intercept.worker import WorkerSettings
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
 from .startup import DataDirLock, StartupError, bind_listener, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
+from .store.engine import INGEST_INTERVAL_S, INGEST_ROWS, EngineClient
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
 from .telemetry import (
@@ -48,6 +49,7 @@ from .telemetry import (
 from .workers import Workers, default_workers
 
 log = logging.getLogger("llmtap")
+READ_FLUSH_S = 30.0  # a read first waits for what the writer holds (an engine started on demand takes seconds)
 
 
 @dataclass
@@ -185,7 +187,7 @@ class Sidecar:
 
         def flush() -> None:
             if writer is not None:
-                writer.flush(2.0)  # reads see every call finished so far, not only what the writer sent
+                writer.flush(READ_FLUSH_S)  # reads see every call finished so far, not only what the writer sent
 
         return Reads(self.backend, flush)
 
@@ -255,7 +257,7 @@ def _build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention, cfg.read_store)
+    backend = open_backend(cfg.store, retention, cfg.read_store, engine_process=True)
     try:
         return _assemble(cfg, metrics, backend, prices, upstream)
     except BaseException:
@@ -282,9 +284,12 @@ def _assemble(
             on_drop=dropped,
             legacy=json_line_converter(rowbinary.encode),
         )
+        lazy = isinstance(backend, EngineClient)  # the engine runs when there is something to ingest or read
         writer = StoreWriter(
             backend,
             spool,
+            batch_size=INGEST_ROWS if lazy else 10_000,
+            linger=INGEST_INTERVAL_S if lazy else 1.0,
             quarantine_dir=cfg.data_dir / "quarantine",
             on_drop=dropped,
             on_error=lambda reason: metrics.store_errors.labels(reason).inc(),

@@ -13,11 +13,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import hashlib
 import json
 import os
+import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -30,6 +32,16 @@ LOCK_NAME = "llmtap.lock"
 
 class StartupError(ValueError):
     """A configuration the sidecar cannot start with: one line, naming the flag and the fix."""
+
+
+def die_with_parent() -> None:
+    """``PR_SET_PDEATHSIG``: the kernel kills this process when its parent dies (even by SIGKILL): the sidecar's
+    child processes (proxy workers, the store's engine) never outlive it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # not Linux: a closed channel still stops them
+        pass
 
 
 def check_port(flag: str, host: str, port: int) -> None:

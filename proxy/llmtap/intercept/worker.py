@@ -18,7 +18,6 @@ and the supervisor tells it when to stop.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import logging
 import signal
@@ -78,15 +77,6 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("the supervisor closed the channel")
         buf += got
     return bytes(buf)
-
-
-def die_with_parent() -> None:
-    """``PR_SET_PDEATHSIG``: the kernel kills this process when the supervisor dies (even by SIGKILL)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):  # not Linux: the closed channel still stops the worker
-        pass
 
 
 class _Counters:
@@ -174,6 +164,8 @@ async def run(settings: WorkerSettings, channel: socket.socket, listener: socket
 
 
 def main(argv: list[str]) -> int:
+    from ..startup import die_with_parent
+
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides (it forwards SIGTERM)
     channel = socket.socket(fileno=int(argv[0]))

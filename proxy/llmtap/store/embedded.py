@@ -82,12 +82,20 @@ class ChdbBackend:
         with self._lock:
             staged.write_bytes(b"".join(rows))
             try:
-                self._session.query(
-                    f"{rowbinary.insert_sql(self.db, token)} SELECT * FROM file('{_sql_str(str(staged))}', "
-                    f"RowBinary, '{rowbinary.structure()}')"
-                )
+                self._insert_file(staged, token)
             finally:
                 staged.unlink(missing_ok=True)
+
+    def insert_file(self, path: str, token: str) -> None:
+        """RowBinary ``otel_traces`` rows already in a file (the engine process's client stages them)."""
+        with self._lock:
+            self._insert_file(Path(path), token)
+
+    def _insert_file(self, staged: Path, token: str) -> None:
+        self._session.query(
+            f"{rowbinary.insert_sql(self.db, token)} SELECT * FROM file('{_sql_str(str(staged))}', "
+            f"RowBinary, '{rowbinary.structure()}')"
+        )
 
     def insert_spans(self, rows: list[dict[str, Any]], token: str = "") -> None:
         """Convenience for tests and tools: dict rows, encoded as the writer does."""

@@ -30,7 +30,12 @@ def is_store(path: Path) -> bool:
 
 
 def open_backend(
-    url: str, retention: dict[str, int] | None = None, read_url: str = "", *, for_reading: bool = False
+    url: str,
+    retention: dict[str, int] | None = None,
+    read_url: str = "",
+    *,
+    for_reading: bool = False,
+    engine_process: bool = False,
 ) -> Backend | None:
     """The backend for a store URL; ``none`` means no store (OTLP export only).
 
@@ -38,7 +43,8 @@ def open_backend(
     server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
     ``for_reading`` (the read commands): never create a store, and a server store is not connected
     as the writer at all. An embedded path that holds none and a server database without llmtap's
-    tables are refused with a :class:`StoreURLError`.
+    tables are refused with a :class:`StoreURLError`. ``engine_process`` (the sidecar): the embedded
+    engine runs in a process of its own, started when needed (:mod:`.engine`).
     """
     if url.strip().lower() == "none":
         return None
@@ -51,6 +57,12 @@ def open_backend(
         path = chdb_path(url)
         if for_reading and not is_store(path):
             raise StoreURLError(f"no llmtap store in {path}")
+        if engine_process:
+            from .engine import EngineClient
+
+            engine = EngineClient(path, DEFAULT_DB, retention)
+            engine.start()  # the store is created or upgraded now, and a broken one said so at start
+            return engine
         return ChdbBackend(path, DEFAULT_DB, retention)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
