@@ -148,8 +148,8 @@ class Pipeline:
             except Exception:
                 log.exception("enricher %s failed for a %s call", type(enricher).__name__, rec.api)
         redact_record(rec)
-        if "parse_error" in rec.extra:
-            log.warning("side parser stopped for a %s call: %s", rec.api, rec.extra["parse_error"])
+        if rec.parse_error:
+            log.warning("side parser stopped for a %s call: %s", rec.api, rec.parse_error)
         if t0 is not None and rec.overhead_ms is not None:
             # What llmtap adds per call: the proxy's loop and the recorder (in the record already), this
             # pipeline's work so far, and the sinks' mean time per record (a record cannot carry the

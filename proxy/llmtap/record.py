@@ -131,19 +131,36 @@ class CallRecord:
     overhead_ms: float | None = None  # llmtap's own time on the event loop for the call (hooks + tee)
     batch_id: str = ""  # the provider's batch id, for rows built from batch results
     uncached_input_cost_usd: float | None = None  # the input priced with no cache in use (cache savings, explain-cost)
-    # Not columns of llm_calls; carried on the span only.
-    extra: dict[str, Any] = field(default_factory=dict)
+    # -- not columns of llm_calls: the span's parent (its ParentSpanId), then what the span alone carries --
+    parent_span_id: str = ""  # an app's traceparent span, or the batch download that carried an item
+    parse_error: str = ""  # why the side parser stopped (the bytes still passed)
+    usage_estimator: str = ""  # what counted estimated tokens (tiktoken's encoding, or the heuristic)
+    batch_items_dropped: int | None = None  # a batch results download: items past the record bound
+    batch_items: int | None = None  # ... and the items it carried
+    batch_custom_id: str = ""  # a batch item's own id
+    retried_error_type: str = ""  # a retry: the error of the attempt it repeats
+    input_messages: str = ""  # --capture-content: the prompt (redacted, capped)
+    output_messages: str = ""  # ... and the answer
     # Not carried anywhere: the gaps between content events (seconds), for the metrics sink.
     gaps_s: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """The record's fields by name (``extra`` included, ``gaps_s`` not), shallow."""
-        out = {name: getattr(self, name) for name in _FIELDS}
+        """The record's ``llm_calls`` columns by name, shallow."""
+        out = {name: getattr(self, name) for name in COLUMN_NAMES}
         out["ratelimit_headers"] = dict(self.ratelimit_headers)
-        out["extra"] = dict(self.extra)
         return out
 
 
-NOT_COLUMNS = frozenset({"extra", "gaps_s"})
+SPAN_ONLY: tuple[str, ...] = (
+    "parse_error",
+    "usage_estimator",
+    "batch_items_dropped",
+    "batch_items",
+    "batch_custom_id",
+    "retried_error_type",
+    "input_messages",
+    "output_messages",
+)
+"""Fields the span carries that are not ``llm_calls`` columns, in the order its attributes list them."""
+NOT_COLUMNS = frozenset({"parent_span_id", *SPAN_ONLY, "gaps_s"})
 COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in fields(CallRecord) if f.name not in NOT_COLUMNS)
-_FIELDS = COLUMN_NAMES

@@ -81,7 +81,7 @@ def replay_row(
         assert cap.tee(piece) == piece
     cap.tee(b"")
     record, _ = build(cap, End(end_kind, time.monotonic()), OFFLINE)  # type: ignore[arg-type]
-    assert "parse_error" not in record.extra, record.extra
+    assert not record.parse_error, record.parse_error
     return record
 
 

@@ -170,7 +170,7 @@ class Observation:
     clock: ContentClock = field(default_factory=ContentClock)
     output_text: list[str] = field(default_factory=list)
     output_chars: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    provider_processing_ms: float | None = None  # the provider's own time for the call, as its body says
 
     def text(self, s: str) -> None:
         if s and self.output_chars < MAX_TEXT_CHARS:

@@ -82,7 +82,7 @@ class BedrockConverse(Adapter):
                 self.obs.usage = bedrock_usage(obj["usage"])
             latency = d(obj, "metrics").get("latencyMs")
             if isinstance(latency, (int, float)):
-                self.obs.extra["provider_processing_ms"] = float(latency)
+                self.obs.provider_processing_ms = float(latency)
             self.obs.terminal = True
 
     def on_json(self, obj: Any, t: float) -> None:
@@ -100,7 +100,7 @@ class BedrockConverse(Adapter):
             self.obs.usage = bedrock_usage(obj["usage"])
         latency = d(obj, "metrics").get("latencyMs")
         if isinstance(latency, (int, float)):
-            self.obs.extra["provider_processing_ms"] = float(latency)
+            self.obs.provider_processing_ms = float(latency)
 
 
 class BedrockInvoke(AnthropicMessages):

@@ -57,7 +57,7 @@ class OllamaChat(Adapter):
                 self.obs.usage = Usage(input=as_int(obj.get("prompt_eval_count")), output=as_int(obj.get("eval_count")))
             total = obj.get("total_duration")
             if isinstance(total, (int, float)):
-                self.obs.extra["provider_processing_ms"] = total / 1e6
+                self.obs.provider_processing_ms = total / 1e6
 
     def on_json(self, obj: Any, t: float) -> None:
         self.on_object(obj, t)

@@ -101,7 +101,7 @@ class OpenAIChat(Adapter):
             self.set_usage(parse_chat_usage(usage), final=True)
             total_time = usage.get("total_time")
             if isinstance(total_time, (int, float)):
-                self.obs.extra["provider_processing_ms"] = total_time * 1000.0
+                self.obs.provider_processing_ms = total_time * 1000.0
             cost = usage.get("cost")
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 self.obs.provider_cost_usd = float(cost)

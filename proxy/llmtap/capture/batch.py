@@ -66,8 +66,8 @@ class BatchExpander:
             done = int(self._recorded.get(key, 0))
             self._recorded.put(key, max(done, len(res.items)))
         if res.dropped:
-            rec.extra["batch_items_dropped"] = res.dropped
-        rec.extra["batch_items"] = len(res.items)
+            rec.batch_items_dropped = res.dropped
+        rec.batch_items = len(res.items)
         items = res.items[done:]
         return ((item_record(rec, item, batch_id), CallContext(None, "", [])) for item in items)
 
@@ -106,8 +106,8 @@ def item_record(parent: CallRecord, item: BatchItem, batch_id: str) -> CallRecor
         billing="batch",
         batch_id=batch_id[:200],
     )
-    r.extra["parent_span_id"] = parent.span_id
-    r.extra["batch_custom_id"] = item.custom_id
+    r.parent_span_id = parent.span_id
+    r.batch_custom_id = item.custom_id
     err = item.error
     if item.ended in ("canceled", "expired"):
         r.outcome, r.finish_reason = ("cancelled", "cancelled") if item.ended == "canceled" else ("error", "")

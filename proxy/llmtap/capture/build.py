@@ -76,16 +76,14 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         service_tier=(obs.service_tier or req.service_tier)[:64],
     )
     _who(r, cap)
-    if f.parent_span_id:
-        r.extra["parent_span_id"] = f.parent_span_id
-    if cap.parse_error:
-        r.extra["parse_error"] = cap.parse_error
+    r.parent_span_id = f.parent_span_id
+    r.parse_error = cap.parse_error
     if cap.headers_mono is not None:
         r.ttfb_ms = (cap.headers_mono - f.start_mono) * 1000.0
     if cap.loop_ns:  # llmtap's own time on the event loop (not measured per call for WebSocket messages)
         r.overhead_ms = cap.loop_ns / 1e6
     _timings(r, cap)
-    hdr.apply_response_headers(r, cap.resp_headers, obs.extra.get("provider_processing_ms"))
+    hdr.apply_response_headers(r, cap.resp_headers, obs.provider_processing_ms)
     _outcome(r, cap, end)
     _usage(r, cap, estimator, end)
     batch = getattr(a, "batch", None)  # the batch adapters' (llmtap.adapters.batch)
@@ -234,7 +232,7 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: E
         )
         r.usage_source = "partial" if base.input or base.output else "estimated"
         if labels:
-            r.extra["usage_estimator"] = labels[-1]
+            r.usage_estimator = labels[-1]
     r.input_tokens, r.output_tokens = usage.input, usage.output
     r.cache_read_tokens, r.cache_write_tokens = usage.cache_read, usage.cache_write
     r.reasoning_tokens = usage.reasoning

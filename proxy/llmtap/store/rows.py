@@ -16,7 +16,7 @@ from dataclasses import fields
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from .. import SCOPE_NAME, __version__
-from ..record import NOT_COLUMNS, CallRecord
+from ..record import NOT_COLUMNS, SPAN_ONLY, CallRecord
 from ..telemetry.semconv import OMIT_EMPTY, SPAN_FIELDS, as_string, attribute_name, es6_number, span_name
 from .rowbinary import _string, _uvarint
 
@@ -86,6 +86,9 @@ _PLAN: tuple[tuple[str, bytes, Callable[[Any], bytes], bool], ...] = tuple(
     for f in fields(CallRecord)
     if f.name not in NOT_COLUMNS and f.name not in SPAN_FIELDS
 )
+_SPAN_ONLY: tuple[tuple[str, bytes, Callable[[Any], bytes]], ...] = tuple(
+    (name, _string(attribute_name(name)), _encoder(_HINTS[name])) for name in SPAN_ONLY
+)
 _FINISH_REASONS = _string("gen_ai.response.finish_reasons")
 _TTFC = _string("gen_ai.response.time_to_first_chunk")
 _SCOPE = _string(SCOPE_NAME) + _string(__version__)
@@ -113,10 +116,11 @@ def encode_record(r: CallRecord, resource: dict[str, str] | None = None) -> byte
         out.append(_TTFC)
         out.append(_string(number(r.ttft_ms / 1000.0)))
         n += 1
-    for k, v in r.extra.items():
-        if v is not None and v != "" and k != "parent_span_id":
-            out.append(_string(k if k.startswith("gen_ai.") else f"llmtap.{k}"))
-            out.append(_string(as_string(v)))
+    for name, key, encode in _SPAN_ONLY:
+        v = getattr(r, name)
+        if v is not None and v != "":
+            out.append(key)
+            out.append(encode(v))
             n += 1
     service = r.service or "unknown_service"
     res = {"service.name": service, **(resource or {})}
@@ -124,7 +128,7 @@ def encode_record(r: CallRecord, resource: dict[str, str] | None = None) -> byte
         _Q.pack(round(r.timestamp * 1e9)),
         _string(r.trace_id),
         _string(r.span_id),
-        _string(r.extra.get("parent_span_id", "")),
+        _string(r.parent_span_id),
         _EMPTY,  # TraceState
         _string(span_name(r)),
         _KIND,

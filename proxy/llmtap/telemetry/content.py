@@ -82,19 +82,19 @@ def _redact_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def content_attributes(body: Any, output_text: str, finish_reason: str) -> dict[str, str]:
+def content_attributes(body: Any, output_text: str, finish_reason: str) -> tuple[str, str]:
+    """(``gen_ai.input.messages``, ``gen_ai.output.messages``): the prompt and the answer, redacted and capped."""
     inp = _redact_parts(input_messages(body))
     out = _redact_parts(
         [{"role": "assistant", "parts": [{"type": "text", "content": output_text}], "finish_reason": finish_reason}]
     )
-    return {
-        "gen_ai.input.messages": _cap(redact(json.dumps(inp, ensure_ascii=False))),
-        "gen_ai.output.messages": _cap(redact(json.dumps(out, ensure_ascii=False))),
-    }
+    return _cap(redact(json.dumps(inp, ensure_ascii=False))), _cap(redact(json.dumps(out, ensure_ascii=False)))
 
 
 class ContentCapture:
     """The :class:`~llmtap.pipeline.Enricher` of ``--capture-content``: content onto the span."""
 
     def enrich(self, record: CallRecord, ctx: CallContext) -> None:
-        record.extra.update(content_attributes(ctx.request, ctx.output_text, record.finish_reason))
+        record.input_messages, record.output_messages = content_attributes(
+            ctx.request, ctx.output_text, record.finish_reason
+        )

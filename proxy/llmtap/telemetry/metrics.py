@@ -208,7 +208,7 @@ class Metrics:
         if rec.cache_miss_cost_usd:
             self.cache_miss_cost.labels(p, m, rec.cache_miss_reason).inc(rec.cache_miss_cost_usd)
         if rec.attempt > 1:
-            self.retry_attempts.labels(p, m, str(rec.extra.get("retried_error_type", ""))).inc()
+            self.retry_attempts.labels(p, m, rec.retried_error_type).inc()
         if rec.stream and rec.ttft_ms is None and rec.operation != "embeddings":
             self.no_first_token.labels(p, m, no_first_token_reason(rec)).inc()
 

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ..record import CallRecord
+from ..record import SPAN_ONLY, CallRecord
 
 MASK = "[REDACTED]"
 
@@ -132,9 +132,10 @@ def redact_record(r: CallRecord) -> None:
         for k, v in list(headers.items()):
             if isinstance(v, str):
                 headers[k] = redact(v, emails=False)
-    for k, v in list(r.extra.items()):
-        if isinstance(v, str) and k != "parent_span_id":
-            r.extra[k] = redact(v)
+    for name in SPAN_ONLY:
+        value = getattr(r, name)
+        if isinstance(value, str) and value:
+            setattr(r, name, redact(value))
 
 
 class RedactingFilter(logging.Filter):

@@ -57,7 +57,7 @@ class RetryDetector:
             retry = chain is not None and chain.started < t and chain.ended - _OVERLAP_S <= t
             if chain is not None and retry and t <= chain.ended + self.window_s:
                 r.attempt = min(chain.attempts + 1, 65535)
-                r.extra["retried_error_type"] = chain.error_type
+                r.retried_error_type = chain.error_type
             if r.outcome != "ok":  # failed (an error, or the client gave up): its retry may follow
                 self._chains.pop(key, None)
                 self._chains[key] = _Chain(r.attempt, t, t + r.duration_ms / 1000.0, r.error_type or str(r.outcome))

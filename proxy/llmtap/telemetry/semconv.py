@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from .. import SCOPE_NAME, __version__
-from ..record import CallRecord
+from ..record import SPAN_ONLY, CallRecord
 
 # column → attribute name, for columns with an OTel semantic-convention name.
 SEMCONV: dict[str, str] = {
@@ -58,8 +59,23 @@ OMIT_EMPTY = frozenset(
 )
 
 
+# Span-only fields (record.SPAN_ONLY) with a GenAI name; the others are ``llmtap.<field>``.
+SPAN_ONLY_SEMCONV: dict[str, str] = {
+    "input_messages": "gen_ai.input.messages",
+    "output_messages": "gen_ai.output.messages",
+}
+
+
 def attribute_name(column: str) -> str:
-    return SEMCONV.get(column, f"llmtap.{column}")
+    return SEMCONV.get(column) or SPAN_ONLY_SEMCONV.get(column) or f"llmtap.{column}"
+
+
+def span_only(r: CallRecord) -> Iterator[tuple[str, Any]]:
+    """The span-only attributes of ``r`` that are set, in the contract's order."""
+    for name in SPAN_ONLY:
+        v = getattr(r, name)
+        if v is not None and v != "":
+            yield attribute_name(name), v
 
 
 def span_name(r: CallRecord) -> str:
@@ -70,7 +86,7 @@ def span_attributes(r: CallRecord) -> dict[str, Any]:
     """Typed span attributes (what an OTel SDK span carries)."""
     attrs: dict[str, Any] = {}
     for column, value in r.to_dict().items():
-        if column in SPAN_FIELDS or column == "extra" or value is None:
+        if column in SPAN_FIELDS or value is None:
             continue
         if column in OMIT_EMPTY and not value:
             continue
@@ -83,9 +99,7 @@ def span_attributes(r: CallRecord) -> dict[str, Any]:
         attrs["gen_ai.response.finish_reasons"] = [r.finish_reason_raw]
     if r.ttft_ms is not None:
         attrs["gen_ai.response.time_to_first_chunk"] = r.ttft_ms / 1000.0
-    for k, v in r.extra.items():
-        if v is not None and v != "" and k != "parent_span_id":
-            attrs[k if k.startswith("gen_ai.") else f"llmtap.{k}"] = v
+    attrs.update(span_only(r))
     return attrs
 
 
@@ -144,7 +158,7 @@ def otel_traces_row(r: CallRecord, resource: dict[str, str] | None = None) -> di
         "Timestamp": _ch_time(start_ns),
         "TraceId": r.trace_id,
         "SpanId": r.span_id,
-        "ParentSpanId": r.extra.get("parent_span_id", ""),
+        "ParentSpanId": r.parent_span_id,
         "TraceState": "",
         "SpanName": span_name(r),
         "SpanKind": "Client",

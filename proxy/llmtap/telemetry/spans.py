@@ -101,7 +101,7 @@ class SpanSink:
     def emit(self, r: CallRecord) -> None:
         start_ns = round(r.timestamp * 1e9)
         end_ns = start_ns + round(r.duration_ms * 1e6)
-        parent = r.extra.get("parent_span_id", "")
+        parent = r.parent_span_id
         ctx: Any = None
         if parent:
             ctx = trace.set_span_in_context(

@@ -94,7 +94,7 @@ def test_openai_output_file_is_one_batch_row_per_item_grouped_by_the_polled_batc
     assert items[0].input_tokens == 31 and items[0].usage_source == "provider"
     assert [r.request_id for r in items] == ["req_mock_batch_0", "req_mock_batch_1", "req_mock_batch_2"]
     assert items[2].status_code == 404 and items[2].error_code == "model_not_found"
-    assert all(r.trace_id == rec.trace_id and r.extra["parent_span_id"] == rec.span_id for r in items)
+    assert all(r.trace_id == rec.trace_id and r.parent_span_id == rec.span_id for r in items)
     # the same file downloaded again is not recorded twice
     rec2, ctx2 = capture("GET", "api.openai.com", path, None, batches.openai_batches("GET", path, {}))
     assert list(ex.expand(rec2, ctx2)) == []

@@ -117,7 +117,7 @@ def test_record_does_not_depend_on_chunking(path: str, body: dict[str, Any], sce
     whole = run_capture(path, body, scenario)
     split = run_capture(path, body, scenario, cuts)
     assert {k: getattr(split, k) for k in STABLE} == {k: getattr(whole, k) for k in STABLE}
-    assert "parse_error" not in whole.extra
+    assert not whole.parse_error
 
 
 def test_cancel_after_terminal_event_is_ok_before_is_cancelled() -> None:
@@ -179,7 +179,7 @@ def test_parser_failure_is_contained_and_bytes_unchanged() -> None:
     assert errors == ["openai.chat_completions"] and cap.parsing is False
     r = build(cap, End("complete", time.monotonic()), OFFLINE)[0]
     assert r.status_code == 200 and r.response_bytes == sum(map(len, chunks))
-    assert "adapter bug" in r.extra["parse_error"]
+    assert "adapter bug" in r.parse_error
     assert r.outcome == "ok"  # the transport completed; a parser bug is not an upstream failure
 
 

@@ -56,7 +56,7 @@ def test_cancelled_openai_stream_without_usage_is_estimated_from_the_request() -
     body = {"model": "gpt-4o-mini", "stream": True, "messages": [PROMPT]}
     r = capture("/v1/chat/completions", body, "", "client_disconnected", chunks=3)
     assert r.outcome == "cancelled" and r.usage_source == "estimated"
-    assert r.input_tokens > 100 and r.output_tokens > 0 and r.extra["usage_estimator"]
+    assert r.input_tokens > 100 and r.output_tokens > 0 and r.usage_estimator
 
 
 def test_a_timeout_after_the_request_was_sent_is_estimated() -> None:

@@ -11,7 +11,7 @@ import typing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmtap.record import NOT_COLUMNS, CallRecord
+from llmtap.record import NOT_COLUMNS, SPAN_ONLY, CallRecord
 from llmtap.store import rowbinary
 from llmtap.store.rows import encode_record, number
 from llmtap.telemetry.semconv import es6_number, otel_traces_row
@@ -56,15 +56,11 @@ def records(draw: st.DrawFn) -> CallRecord:
     r = CallRecord(**{name: draw(_strategy(HINTS[name])) for name in FIELDS})
     r.timestamp = draw(st.floats(0, 4e9))
     r.duration_ms = draw(st.floats(0, 1e9))
-    r.extra = draw(
-        st.dictionaries(
-            st.sampled_from(["usage_estimator", "parse_error", "gen_ai.x", "batch_items"]),
-            st.one_of(TEXT, st.integers(0, 10**6), FLOATS, st.none()),
-            max_size=3,
-        )
-    )
+    for name in SPAN_ONLY:
+        if draw(st.booleans()):
+            setattr(r, name, draw(_strategy(HINTS[name])))
     if draw(st.booleans()):
-        r.extra["parent_span_id"] = draw(TEXT)
+        r.parent_span_id = draw(TEXT)
     return r
 
 

@@ -57,7 +57,7 @@ def test_records_and_log_lines_are_redacted() -> None:
 
     r = CallRecord(error_message=TEXT, error_code=SHAPES["openai project"], user_id=SHAPES["anthropic"])
     r.request_model = "gpt-4o"
-    r.extra["parse_error"] = f"ValueError: {SHAPES['groq']}"
+    r.parse_error = f"ValueError: {SHAPES['groq']}"
     redact_record(r)
     dump = repr(r)
     assert not any(v in dump for v in SHAPES.values())

@@ -25,7 +25,7 @@ def run(d: RetryDetector, *calls: CallRecord) -> list[int]:
 def test_two_failures_then_a_success_are_attempts_1_2_3() -> None:
     calls = [call(100, False), call(101, False), call(103)]
     assert run(RetryDetector(), *calls) == [1, 2, 3]
-    assert [c.extra.get("retried_error_type") for c in calls] == [None, "quota_exhausted", "quota_exhausted"]
+    assert [c.retried_error_type for c in calls] == ["", "quota_exhausted", "quota_exhausted"]
 
 
 def test_a_success_ends_the_chain_and_successes_are_never_retried() -> None:
