@@ -62,6 +62,7 @@ FACES = {
         "NDJSON",
         "SSE",
         "BodyTooLarge",
+        "Budget",
         "ContentDecoder",
         "EventStreamDecoder",
         "EventStreamError",

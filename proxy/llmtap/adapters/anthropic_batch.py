@@ -37,7 +37,7 @@ class AnthropicBatches(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.batch = BatchResults()
+        self.batch: BatchResults = BatchResults()
 
     def framing(self, content_type: str, path: str) -> Framing:
         bare = path.split("?", 1)[0].rstrip("/")

@@ -18,61 +18,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, assert_never
 
-from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, SSEEvent
+from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, Hook, SSEEvent
 from ..durations import parse_duration
 from ..record import FinishReason, cap_message
+from .finish import normalize_finish
 from .timing import ContentClock
 
+if TYPE_CHECKING:
+    from .batch import BatchResults
+
 MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
-
-# Provider finish/stop values → the contract's normalized finish_reason.
-FINISH_MAP: dict[str, FinishReason] = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "completed": "stop",
-    "eos": "stop",
-    "end": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "max_output_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "model_length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "content_filter": "content_filter",
-    "content_filtered": "content_filter",
-    "guardrail_intervened": "content_filter",
-    "safety": "content_filter",
-    "refusal": "refusal",
-    "error": "error",
-    "failed": "error",
-    # AWS Bedrock
-    "malformed_model_output": "error",
-    "malformed_tool_use": "error",
-    # Gemini (upper case, matched case-insensitively like the others)
-    "recitation": "content_filter",
-    "blocklist": "content_filter",
-    "prohibited_content": "content_filter",
-    "spii": "content_filter",
-    "image_safety": "content_filter",
-    "image_prohibited_content": "content_filter",
-    "image_recitation": "content_filter",
-    "language": "content_filter",
-    "malformed_function_call": "error",
-    "unexpected_tool_call": "error",
-    "too_many_tool_calls": "error",
-}
-
-
-def normalize_finish(raw: str) -> FinishReason:
-    return FINISH_MAP.get(raw.lower(), "") if raw else ""
-
+FrameHook = Callable[[Any, float], None]  # an adapter hook: a frame, and the monotonic time it arrived
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -324,6 +284,7 @@ class Adapter:
     routes: ClassVar[tuple[Route, ...]] = ()
     default_provider: ClassVar[str] = "openai_compatible"  # on a host llmtap does not know
     billable: ClassVar[bool] = True  # False: a control call (a batch created or polled), never priced
+    batch: BatchResults | None = None  # what a batch API call said about its batch (the batch adapters set it)
 
     def framing(self, content_type: str, path: str) -> Framing:
         """How a 2xx response to this call is framed (error bodies are the capture's business).
@@ -369,6 +330,19 @@ class Adapter:
 
     def on_frame(self, msg: Any, t: float) -> None:
         """One AWS event-stream message (:class:`llmtap.decode.EventStreamMessage`)."""
+
+    def hook_for(self, hook: Hook) -> FrameHook:
+        """The hook a framing's frames go to, bound to this call's adapter."""
+        match hook:
+            case "on_event":
+                return self.on_event
+            case "on_object":
+                return self.on_object
+            case "on_frame":
+                return self.on_frame
+            case "on_json":
+                return self.on_json
+        assert_never(hook)
 
     # -- helpers -------------------------------------------------------------------
     def content(self, t: float) -> None:

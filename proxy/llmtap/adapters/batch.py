@@ -26,7 +26,7 @@ MAX_BATCH_ITEMS = 100_000  # items kept per results download (Anthropic's batch 
 MAX_RESULT_LINE = 16 * 1024 * 1024  # a results line (one whole response) larger than this is skipped
 
 # A results file is one JSON value per line, downloaded (not streamed: no per-line timings).
-JSONL = Framing("ndjson", lambda: NDJSONDecoder(MAX_RESULT_LINE), "on_object", False)
+JSONL = Framing("ndjson", lambda _: NDJSONDecoder(MAX_RESULT_LINE), "on_object", False)
 
 
 @dataclass(slots=True)

@@ -54,7 +54,7 @@ class OpenAIBatches(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.batch = BatchResults()
+        self.batch: BatchResults = BatchResults()
 
     def on_target(self, path: str) -> None:
         m = _BATCH_ID.search(path.split("?", 1)[0])
@@ -86,7 +86,7 @@ class OpenAIFileContent(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.batch = BatchResults()
+        self.batch: BatchResults = BatchResults()
 
     def framing(self, content_type: str, path: str) -> Framing:
         return JSON if "application/json" in content_type else JSONL

@@ -86,10 +86,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
     hdr.apply_response_headers(r, cap.resp_headers, obs.provider_processing_ms)
     _outcome(r, cap, end)
     _usage(r, cap, estimator, end)
-    batch = getattr(a, "batch", None)  # the batch adapters' (llmtap.adapters.batch)
-    ctx = CallContext(
-        cap.request_json, "".join(obs.output_text), f.headers, batch if isinstance(batch, BatchResults) else None
-    )
+    ctx = CallContext(cap.request_json, "".join(obs.output_text), f.headers, a.batch)
     return r, ctx
 
 

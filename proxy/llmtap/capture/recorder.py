@@ -147,9 +147,7 @@ class Recorder:
             ws = WS_CLASSES[req.adapter]
             # A socket's calls are its messages: each counts its own message's bytes (body_size -1).
             facts = dataclasses.replace(self._facts(key, req, ws.api), transport="websocket", body_size=-1)
-            call = self._make(ws.call_adapter)
-            call.req.model = req.model
-            cap = Capture(facts, call, self._on_parse_error)
+            cap = Capture(facts, self._make(ws.call_adapter), self._on_parse_error, path_model=req.model)
             keep_trace = any(k == "traceparent" and v for k, v in req.headers)
             self._upgrades[key] = _Upgrade(cap, facts, ws, req.model, keep_trace)
             self._calls[key] = cap  # until the socket opens: a refused upgrade ends as an HTTP call
@@ -160,11 +158,15 @@ class Recorder:
         raw = None if req.body_hash else req.body  # over the parse bound: hashed by the worker, not kept
         request_json, note = parse_body(raw, encoding)
         facts.body_note = note
-        cap = Capture(facts, self._make(adapter_cls), self._on_parse_error, request=request_json, parsed=True)
-        if not cap.adapter.req.model:  # Gemini, Azure deployments and Bedrock name the model in the path
-            cap.adapter.req.model = req.model
-        cap.loop_ns = req.loop_ns + perf_counter_ns() - t0
-        self._calls[key] = cap
+        self._calls[key] = Capture(
+            facts,
+            self._make(adapter_cls),
+            self._on_parse_error,
+            request=request_json,
+            parsed=True,
+            path_model=req.model,  # Gemini, Azure deployments and Bedrock name the model in the path
+            loop_ns=req.loop_ns + perf_counter_ns() - t0,
+        )
 
     def _open(self, key: Key, msg: handoff.SocketOpen) -> None:
         up = self._upgrades.pop(key, None)

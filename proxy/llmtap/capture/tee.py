@@ -1,18 +1,18 @@
-"""Per-call capture on the event loop: request facts in, a tee for response chunks.
+"""One call's capture: request facts in, the response's bytes fed at the times they arrived.
 
-This module knows nothing about mitmproxy. The addon hands it plain values; the tee
-(:meth:`Capture.tee`) is the ``flow.response.stream`` callable and must never raise or
-change the bytes. It holds one content decoder and one framer, chosen when the response
-headers arrive, and hands each frame to the adapter hook the framing names. Everything
-expensive (whole JSON bodies, estimation, percentiles) happens later, on the worker
-(:mod:`.build`).
+This module knows nothing about mitmproxy. It runs in the recorder (:mod:`.recorder`), which replays
+what a proxy worker handed off (:mod:`llmtap.handoff`): :meth:`Capture.feed` takes each chunk with its
+wire arrival time. A capture holds one content decoder and one framer, chosen when the response
+headers arrive, and hands each frame to the adapter hook the framing names (bound once,
+:meth:`~llmtap.adapters.Adapter.hook_for`). Its parse is bounded (decoded bytes per response and per
+chunk) and never raises: a failure stops parsing for the call, is counted, and the record says so.
+Then :mod:`.build` makes the record.
 
-Thread contract: every method here runs on the proxy's event loop and must stay cheap;
-:meth:`Capture.finish` runs on the worker, after the event loop is done with the call.
+One constructor per kind of call: :class:`Capture` for an HTTP call (and a WebSocket's upgrade), and
+:meth:`Capture.for_turn` for a call made of a WebSocket's messages.
 
-Self-overhead: :attr:`Capture.loop_ns` sums the time llmtap's own code spent on the event loop
-for the call (the addon's hooks and every chunk the tee parsed), read with ``perf_counter_ns``
-around each piece; it becomes the record's ``overhead_ms`` (``llmtap_overhead_seconds``).
+Self-overhead: :attr:`Capture.loop_ns` sums llmtap's own time for the call: the worker's, on the
+proxy's loop, and the recorder's; it becomes the record's ``overhead_ms`` (``llmtap_overhead_seconds``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters import Adapter
-from ..decode import Framer, Framing, JSONBody, make_decoder
+from ..adapters import Adapter, Turn
+from ..decode import WEBSOCKET, Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
 from ..record import EndKind, Transport
 
@@ -34,15 +34,14 @@ log = logging.getLogger("llmtap.capture")
 
 MAX_ERROR_BODY = 1024 * 1024
 # Bounds of the side parser, per response: decoded bytes it parses at all (beyond, it stops and the
-# record says so; the bytes keep flowing untouched), and decoded bytes per chunk on the event loop
-# (a compressed chunk that inflates further is inflated on the next chunk, or at the end on the worker).
+# record says so; the bytes flowed untouched), and decoded bytes per chunk (a compressed chunk that
+# inflates further is inflated with the next chunk, or at the end) — as when the parse ran on the proxy's
+# loop, where 8 KiB per chunk kept a 2 GiB brotli SSE bomb from stalling other streams: the recorder keeps
+# the same steps (one call's bomb cannot hold the recording of the others), and its records are the same.
 MAX_DECODED = 32 * 1024 * 1024
-# 8 KiB: mitmproxy drains a burst of buffered chunks without yielding, so a fast upstream (a 2 GiB
-# brotli SSE bomb: ~100 chunks at once) cost ~100 x this of parsing back to back: at 32 KiB another
-# stream's events arrived 100-380 ms late, at 8 KiB 10-30 ms (tests/e2e/test_hostile_traffic.py).
 LOOP_STEP = 8 * 1024
-# A stream whose decoding fell behind (only a bomb inflates that fast) is finished on the worker up to
-# this much more: parsing millions of tiny events there would hold the GIL the event loop needs.
+# A stream whose decoding fell behind (only a bomb inflates that fast) is finished at its end up to this
+# much more: parsing millions of tiny events would hold the recorder for everyone else.
 MAX_DEFERRED_STREAM = 1024 * 1024
 
 
@@ -54,7 +53,7 @@ class ResponseTooLarge(ValueError):
 
 
 class SharedBudget:
-    """The :class:`~llmtap.decode.body.Budget` of all captures: buffered on the loop, freed on the worker."""
+    """The :class:`~llmtap.decode.body.Budget` of all captures' whole bodies (thread-safe)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -111,6 +110,16 @@ class End:
 ParseErrorHook = Callable[[str, BaseException], None]
 
 
+def parse_failed(api: str, e: BaseException, on_parse_error: ParseErrorHook | None) -> str:
+    """A side parser's failure, counted (``on_parse_error``) and described for the record's ``parse_error``."""
+    if on_parse_error is not None:
+        try:
+            on_parse_error(api, e)
+        except Exception:
+            pass
+    return f"{type(e).__name__}: {e}"[:300]
+
+
 class Capture:
     """The state of one intercepted call."""
 
@@ -123,14 +132,17 @@ class Capture:
         fed: bool = False,
         request: Any = None,
         parsed: bool = False,
+        path_model: str = "",
+        loop_ns: int = 0,
     ) -> None:
         """``fed``: the adapter has seen the request already (a WebSocket call: ``request`` is the
         parsed message that started it), so it is not handed the body again. ``parsed``: ``request``
-        is the body, parsed already (off the event loop, within its bound)."""
+        is the body, parsed already (within its bound). ``path_model``: the model the path names (Gemini,
+        Azure deployments, Bedrock), for a body that names none. ``loop_ns``: llmtap's time so far."""
         self.facts = facts
         self.adapter = adapter
         self._on_parse_error = on_parse_error
-        self.loop_ns = 0  # llmtap's own time on the event loop for this call (see the module doc)
+        self.loop_ns = loop_ns  # llmtap's own time for this call (see the module doc)
         self.request_json: Any = request
         if not fed and not parsed:  # a small body handed over whole: parsed here
             try:
@@ -145,6 +157,8 @@ class Capture:
                 adapter.on_target(facts.path)
         except Exception as e:  # a hostile request body must not break capture
             self._parse_failed(e)
+        if not adapter.req.model:
+            adapter.req.model = path_model
         self.status = 0
         self.resp_headers: list[tuple[str, str]] = []
         self.headers_mono: float | None = None
@@ -155,6 +169,27 @@ class Capture:
         self._decoder: ContentDecoder | None = None
         self._framer: Framer | None = None
         self._hook: Callable[[Any, float], None] | None = None
+
+    @classmethod
+    def for_turn(
+        cls,
+        facts: RequestFacts,
+        turn: Turn,
+        headers: list[tuple[str, str]],
+        parse_error: str = "",
+        on_parse_error: ParseErrorHook | None = None,
+    ) -> Capture:
+        """A call made of a WebSocket's messages (its :class:`~llmtap.adapters.Turn`): its request is the
+        message that started it, its "response headers" the upgrade's and its first server event, its
+        response the events the turn's adapter has seen already."""
+        cap = cls(facts, turn.adapter, on_parse_error, fed=True, request=turn.request)
+        cap.status = 101
+        cap.resp_headers = headers
+        cap.headers_mono = turn.first_server
+        cap.response_bytes = turn.response_bytes
+        cap.framing = WEBSOCKET
+        cap.parse_error = parse_error or cap.parse_error
+        return cap
 
     @property
     def streamed(self) -> bool:
@@ -171,10 +206,8 @@ class Capture:
             self._decoder = make_decoder(hmap.get("content-encoding"))
             if 200 <= status < 300:
                 self.framing = self.adapter.framing(hmap.get("content-type", "").lower(), self.facts.path)
-                self._framer = self.framing.new()
-                if isinstance(self._framer, JSONBody):
-                    self._framer.budget = BUFFERED
-                self._hook = getattr(self.adapter, self.framing.hook)
+                self._framer = self.framing.new(BUFFERED)
+                self._hook = self.adapter.hook_for(self.framing.hook)
             else:  # an error body: parsed for the error taxonomy, never handed to the adapter
                 self._framer = JSONBody(MAX_ERROR_BODY, BUFFERED)
                 self._hook = self._keep_error_body
@@ -224,21 +257,15 @@ class Capture:
 
     def release(self) -> None:
         """Give back what the body buffered (a capture dropped before it was built)."""
-        if isinstance(self._framer, JSONBody):
-            self._framer._release()
+        if self._framer is not None:
+            self._framer.release()
 
     def _parse_failed(self, e: BaseException) -> None:
         self.parsing = False
         self._decoder = None  # what it still holds (compressed) is never inflated
-        if isinstance(self._framer, JSONBody):
-            self._framer._release()
+        self.release()
         self._framer = None
-        self.parse_error = f"{type(e).__name__}: {e}"[:300]
-        if self._on_parse_error is not None:
-            try:
-                self._on_parse_error(self.facts.api, e)
-            except Exception:
-                pass
+        self.parse_error = parse_failed(self.facts.api, e, self._on_parse_error)
 
     # -- worker side ---------------------------------------------------------------------
     def finish(self, t: float) -> None:

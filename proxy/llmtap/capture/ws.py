@@ -22,9 +22,9 @@ import secrets
 from collections.abc import Callable
 
 from ..adapters import Turn, WSAdapter
-from ..decode import WEBSOCKET, WSMessageDecoder
+from ..decode import WSMessageDecoder
 from ..record import EndKind
-from .tee import Capture, End, ParseErrorHook, RequestFacts
+from .tee import Capture, End, ParseErrorHook, RequestFacts, parse_failed
 
 Submit = Callable[[Capture, End], None]
 
@@ -103,22 +103,9 @@ class WSConnection:
             trace_id=f.trace_id if self._keep_trace else secrets.token_hex(16),
             span_id=secrets.token_hex(8),
         )
-        cap = Capture(facts, turn.adapter, self._on_parse_error, fed=True, request=turn.request)
-        cap.status = 101
-        cap.resp_headers = self.headers
-        cap.headers_mono = turn.first_server
-        cap.response_bytes = turn.response_bytes
-        cap.framing = WEBSOCKET
-        if self.parse_error:
-            cap.parse_error = self.parse_error
         self.calls += 1
-        self._submit(cap, end)
+        self._submit(Capture.for_turn(facts, turn, self.headers, self.parse_error, self._on_parse_error), end)
 
     def _failed(self, e: BaseException) -> None:
         self.parsing = False
-        self.parse_error = f"{type(e).__name__}: {e}"[:300]
-        if self._on_parse_error is not None:
-            try:
-                self._on_parse_error(self.facts.api, e)
-            except Exception:
-                pass
+        self.parse_error = parse_failed(self.facts.api, e, self._on_parse_error)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .body import BodyTooLarge, JSONBody
+from .body import BodyTooLarge, Budget, JSONBody
 from .compression import DECODERS, ContentDecoder, UnsupportedEncoding, make_decoder
 from .eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage, encode_event
 from .jsonarray import JSONArrayDecoder
@@ -31,23 +31,27 @@ class Framer(Protocol):
 
     def flush(self) -> list[Any]: ...
 
+    def release(self) -> None:
+        """Give back what it buffers (the call stopped being parsed, or was dropped)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Framing:
-    """How a response body is framed, and which adapter hook receives its frames."""
+    """How a response body is framed, and which adapter hook receives its frames. ``new(budget)`` makes
+    the framer; a framer that buffers a whole body takes its bytes from ``budget`` (shared by all calls)."""
 
     name: FramingName
-    new: Callable[[], Framer]
+    new: Callable[[Budget | None], Framer]
     hook: Hook
     stream: bool  # frames arrive while the response does (timings are per frame)
 
 
-SSE = Framing("sse", SSEDecoder, "on_event", True)
-NDJSON = Framing("ndjson", NDJSONDecoder, "on_object", True)
-JSON_ARRAY = Framing("json_array", JSONArrayDecoder, "on_object", True)
-EVENTSTREAM = Framing("eventstream", EventStreamDecoder, "on_frame", True)
-JSON = Framing("json", lambda: JSONBody(MAX_JSON_BODY), "on_json", False)
-WEBSOCKET = Framing("websocket", WSMessageDecoder, "on_object", True)  # whole messages, one by one
+SSE = Framing("sse", lambda _: SSEDecoder(), "on_event", True)
+NDJSON = Framing("ndjson", lambda _: NDJSONDecoder(), "on_object", True)
+JSON_ARRAY = Framing("json_array", lambda _: JSONArrayDecoder(), "on_object", True)
+EVENTSTREAM = Framing("eventstream", lambda _: EventStreamDecoder(), "on_frame", True)
+JSON = Framing("json", lambda budget: JSONBody(MAX_JSON_BODY, budget), "on_json", False)
+WEBSOCKET = Framing("websocket", lambda _: WSMessageDecoder(), "on_object", True)  # whole messages, one by one
 
 __all__ = [
     "DECODERS",
@@ -58,6 +62,7 @@ __all__ = [
     "NDJSON",
     "SSE",
     "BodyTooLarge",
+    "Budget",
     "ContentDecoder",
     "EventStreamDecoder",
     "EventStreamError",

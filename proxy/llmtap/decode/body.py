@@ -32,15 +32,16 @@ class JSONBody:
 
     def feed(self, chunk: bytes) -> list[Any]:
         if len(self._buf) + len(chunk) > self.max_bytes:
-            self._release()
+            self.release()
             raise BodyTooLarge(f"body over {self.max_bytes >> 20} MiB: parsing stopped, bytes passed")
         if self.budget is not None and not self.budget.take(len(chunk)):
-            self._release()
+            self.release()
             raise BodyTooLarge("the bodies being parsed fill their shared bound: parsing stopped, bytes passed")
         self._buf += chunk
         return []
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Give back what the body holds (a call dropped, or stopped being parsed, before its end)."""
         if self.budget is not None and self._buf:
             self.budget.give(len(self._buf))
         self._buf = bytearray()
@@ -53,5 +54,5 @@ class JSONBody:
         except ValueError:
             return []
         finally:
-            self._release()
+            self.release()
         return [value]

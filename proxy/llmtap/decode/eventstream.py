@@ -60,6 +60,10 @@ class EventStreamDecoder:
             out.append(EventStreamMessage(_headers(msg[12 : 12 + hlen]), msg[12 + hlen : total - 4]))
         return out
 
+    def release(self) -> None:
+        """Drop what is buffered (the call stopped being parsed)."""
+        self._buf = bytearray()
+
     def flush(self) -> list[EventStreamMessage]:
         return []  # a partial message at the end is not a message
 

@@ -73,5 +73,9 @@ class JSONArrayDecoder:
             self.oversized += 1
         return out
 
+    def release(self) -> None:
+        """Drop what is buffered (the call stopped being parsed)."""
+        self._buf = bytearray()
+
     def flush(self) -> list[Any]:
         return []

@@ -41,5 +41,9 @@ class NDJSONDecoder:
             self.oversized += 1
         return out
 
+    def release(self) -> None:
+        """Drop what is buffered (the call stopped being parsed)."""
+        self._buf = bytearray()
+
     def flush(self) -> list[Any]:
         return self.feed(b"\n")

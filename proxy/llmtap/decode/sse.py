@@ -142,6 +142,11 @@ class SSEDecoder:
         self.lines = lines
         return out
 
+    def release(self) -> None:
+        """Drop what is buffered (the call stopped being parsed)."""
+        self._buf.clear()
+        self._data = []
+
     def flush(self) -> list[SSEEvent]:
         """The end of the stream: an event not followed by a blank line still counts for an observer."""
         return self.feed(b"\n\n")

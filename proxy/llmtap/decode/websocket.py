@@ -36,5 +36,8 @@ class WSMessageDecoder:
             self.undecodable += 1
             return []
 
+    def release(self) -> None:
+        """Nothing is buffered between messages."""
+
     def flush(self) -> list[tuple[Any, str]]:
         return []
