@@ -2,7 +2,8 @@
 
 From the SDK: the dashboard, its links and variables (query, custom, text box), and the panels of each kind
 (``timeseries``, ``stat``, ``table``, ``barchart``, ``heatmap``) with their typed options and field config. Its
-models follow Grafana's dashboard schema (they are generated from its CUE kinds).
+models follow Grafana's dashboard schema, so a board built here is one Grafana's schema describes; the schema test
+(tests/contract/test_dashboard_schema.py) reads every generated board back through the same models.
 
 Ours, and why:
 

@@ -1,8 +1,9 @@
 """Grafana dashboards and alert rules for llmtap, built from code.
 
 ``python dashboards/generate.py`` writes ``dashboards/json/*.json`` and
-``dashboards/provisioning/alerting/llmtap.yaml``; a test checks that the committed files are what this module
-writes. The boards are built with Grafana's own typed builders
+``dashboards/provisioning/alerting/llmtap.yaml``; tests check that the committed files are, byte for byte, what
+this module writes, and that every board conforms to Grafana's dashboard schema (``dashboard_schema.py``, which
+this module also checks before it writes anything). The boards are built with Grafana's own typed builders
 (``grafana-foundation-sdk``, a development-time dependency: the sidecar reads the JSON and needs no SDK) in
 ``dashboard_kit.py``; the panels are in ``dashboard_panels.py``, the alert SQL in ``llmtap.admin.queries``
 (shared with ``check-cost`` and the sidecar's own alerting). Queries use the ClickHouse plugin's macros and the
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import dashboard_schema
 from dashboard_panels import agents, calls, cost, errors, latency, overview, trace
 
 from llmtap.admin.queries import RULES
@@ -131,6 +133,10 @@ def files() -> dict[str, str]:
 
 
 def write(root: Path) -> list[Path]:
+    for name, board in build().items():
+        if bad := dashboard_schema.problems(board):
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise SystemExit(f"generate.py: {name} does not conform to Grafana's dashboard schema: {bad[0]}{more}")
     written = []
     for rel, text in files().items():
         p = root / rel
