@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, F, T, W, custom_var
+from typing import TypedDict
+
+from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, DataLink, F, T, W, custom_var, textbox_var
 
 from llmtap.admin.explain_sql import explain_cost_sql
 from llmtap.admin.latency_sql import explain_latency_sql
 from llmtap.admin.queries import cache_misses_sql, failed_attempts_sql, unpriced_models_sql
 
+
+class Periods(TypedDict):
+    """The explain analyses' window and baseline, as SQL expressions."""
+
+    t1: str
+    w: str
+    n: str
+    step: str
+
+
 # The explain panels: the dashboard's time range is the window, the baseline a variable.
 BASELINE = custom_var("baseline", ["7d", "previous"], "baseline", include_all=False)
 _W = "toUnixTimestamp($__toTime) - toUnixTimestamp($__fromTime)"
-PERIODS = {
+PERIODS: Periods = {
     "t1": "$__toTime",
     "w": _W,
     "n": "if(${baseline:singlequote} = 'previous', 1, 7)",
@@ -97,7 +109,8 @@ FROM llm_calls WHERE {W} AND output_tokens_per_s IS NOT NULL GROUP BY time, requ
     avg(ttft_ms - ttfb_ms) AS prefill_to_first_token, avg(decode_ms) AS decode
 FROM llm_calls WHERE {W} AND ttft_ms IS NOT NULL GROUP BY time ORDER BY time""",
         unit="ms",
-        field={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}},
+        stacked=True,
+        fill_opacity=40,
         w=24,
     )
     b.ts(
@@ -130,7 +143,7 @@ WHERE level != 'all' AND component != 'total' AND delta_ms > 0 ORDER BY delta_ms
     return b
 
 
-TRACE_LINK = {"title": "Open trace", "url": "/d/llmtap-trace/llm-trace?var-trace_id=${__data.fields.trace_id}"}
+TRACE_LINK = DataLink("Open trace", "/d/llmtap-trace/llm-trace?var-trace_id=${__data.fields.trace_id}")
 
 
 def cost() -> Board:
@@ -394,9 +407,8 @@ FROM llm_calls WHERE {W} AND {EXPLORER} ORDER BY timestamp DESC LIMIT 500""",
 
 
 def trace() -> Board:
-    b = Board("llmtap-trace", "LLM trace", ["trace"])
-    b.panel(
-        "traces",
+    b = Board("llmtap-trace", "LLM trace", ["trace"], [textbox_var("trace_id", "trace id")], filters=False)
+    b.traces(
         "Trace",
         """SELECT TraceId AS traceID, SpanId AS spanID, ParentSpanId AS parentSpanID,
     ServiceName AS serviceName, SpanName AS operationName,
@@ -405,7 +417,6 @@ def trace() -> Board:
     arrayMap(key -> map('key', key, 'value', ResourceAttributes[key]), mapKeys(ResourceAttributes)) AS serviceTags,
     if(StatusCode IN ('Error', 'STATUS_CODE_ERROR'), 2, 0) AS statusCode
 FROM otel_traces WHERE TraceId = ${trace_id:singlequote} ORDER BY startTime""",
-        fmt=3,
         w=24,
         h=16,
     )
