@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from .record import EndKind
 
+MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes handed off for parsing; beyond, only counted and hashed
 Chunk = tuple[float, bytes]  # (monotonic arrival time, the bytes as they came off the wire)
 Headers = list[tuple[str, str]]  # names lower-cased, in order, repeated names kept
 

@@ -6,7 +6,7 @@ One :class:`CallState` per flow, under one metadata key (:data:`KEY`): the reque
 (with its arrival time), so nothing but a list append happens per chunk on the loop. Parsing happens
 in the recorder (:mod:`llmtap.capture.recorder`), fed by :mod:`llmtap.handoff` messages.
 
-Memory: a request body is kept up to :data:`MAX_REQUEST_BODY` (the recorder's parse bound), then
+Memory: a request body is kept up to :data:`~llmtap.handoff.MAX_REQUEST_BODY` (the recorder's parse bound), then
 only counted and hashed; response chunks are handed off whenever :data:`HANDOFF_BYTES` are held, so
 a long stream never accumulates here.
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from time import monotonic, perf_counter_ns
 
 from .. import handoff
+from ..handoff import MAX_REQUEST_BODY
 from ..record import EndKind
 
 KEY = "llmtap"  # the one flow.metadata key llmtap uses
-MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes handed off for parsing; beyond, counted and hashed only
 HANDOFF_BYTES = 256 * 1024  # response bytes held before they are handed off mid-call
 
 Put = Callable[[handoff.Message], None]
