@@ -274,26 +274,53 @@ def throughput_rounds(
     }
 
 
-def peak_rss(p: Path_, conc: int) -> tuple[float, float]:
-    """(peak RSS, peak anonymous RSS) in MB of the path's processes while ``conc`` streams run at once."""
+def peak_rss(p: Path_, conc: int, during: Callable[[], object] | None = None) -> tuple[float, float, bool]:
+    """(peak RSS, peak anonymous RSS) in MB of the path's processes while ``conc`` streams run at once (and
+    ``during`` runs beside them), and whether the embedded store's engine process was up at any sample."""
     assert p.pid
     pid = p.pid
     peak, anon = rss_mb(pid), rss_mb(pid, "RssAnon")
+    engine = False
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, anon
+        nonlocal peak, anon, engine
         while not done.is_set():
             peak, anon = max(peak, rss_mb(pid)), max(anon, rss_mb(pid, "RssAnon"))
+            engine = engine or engine_up(pid)
             time.sleep(0.05)
 
     th = threading.Thread(target=sample)
     th.start()
-    with concurrent.futures.ThreadPoolExecutor(conc) as pool:
-        list(pool.map(lambda _: fresh(p, 20, 50), range(conc)))
+    with concurrent.futures.ThreadPoolExecutor(conc + 1) as pool:
+        streams = [pool.submit(fresh, p, 20, 50) for _ in range(conc)]
+        if during is not None:
+            time.sleep(0.3)  # the streams are open
+            pool.submit(during).result()
+        for f in streams:
+            f.result()
     done.set()
     th.join()
-    return peak, anon
+    return peak, anon, engine
+
+
+def engine_up(pid: int) -> bool:
+    """Whether the sidecar's embedded engine process (``llmtap.store.engine``) is running now."""
+    from clients import descendants
+
+    for kid in descendants(pid):
+        try:
+            if b"llmtap.store.engine" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def descendants_named(pid: int, module: str) -> list[int]:
+    from clients import descendants
+
+    return [k for k in descendants(pid) if module.encode() in Path(f"/proc/{k}/cmdline").read_bytes()]
 
 
 def own_cost(sc: Any) -> dict[str, float]:
@@ -336,13 +363,21 @@ def measure(paths: list[Path_], q: bool, profile_to: str) -> dict[str, Any]:
             throughput(p, kept, 8 if q else 128, 16 if q else 512)
             close_pool(p)
     rss = {p.name: peak_rss(p, 20 if q else 200) for p in paths if p.pid and not p.gateway}
-    results["rss"] = {name: mb for name, (mb, _) in rss.items()}
-    results["rss_anon"] = {name: anon for name, (_, anon) in rss.items()}
+    results["rss"] = {name: mb for name, (mb, _, _) in rss.items()}
+    results["rss_anon"] = {name: anon for name, (_, anon, _) in rss.items()}
+    results["rss_engine_up"] = {name: up for name, (_, _, up) in rss.items()}
+    embedded = next(p for p in paths if p.name == EMBEDDED)
+    # The same streams while a read runs (it ingests the spool first): the embedded store's engine is up.
+    mb, anon, up = peak_rss(embedded, 20 if q else 200, lambda: embedded.sidecar.sql("SELECT count() FROM llm_calls"))
+    results["rss_with_engine"] = {"rss": mb, "anon": anon, "engine_up": up}
     results["overhead"] = {p.name: own_cost(p.sidecar) for p in paths if p.sidecar is not None}
     results["otlp"] = {"bytes": OtlpSink.received[0], "requests": OtlpSink.received[1]}
     if profile_to:
-        target = next(p for p in paths if p.name == SERVER)
-        results["profile"] = profile(target.pid or 0, lambda: [throughput(target, kept, 32, 64)], Path(profile_to))
+        target = next(p for p in paths if p.name == EMBEDDED)
+        load = lambda: [throughput(target, kept, 32, 64)]  # noqa: E731
+        results["profile"] = profile(target.pid or 0, load, Path(profile_to))  # the supervisor: the recorder
+        worker = descendants_named(target.pid or 0, "llmtap.intercept.worker")[0]
+        results["profile_worker"] = profile(worker, load, Path(profile_to).with_suffix(".worker.raw"))
     return results
 
 
