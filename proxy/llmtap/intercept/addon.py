@@ -25,7 +25,6 @@ import itertools
 import time
 import weakref
 from dataclasses import dataclass, field
-from time import perf_counter_ns
 
 from mitmproxy import connection, http
 from mitmproxy.connection import ConnectionState
@@ -35,7 +34,7 @@ from ..adapters import route, route_ws
 from ..providers import is_call_path
 from ..record import EndKind
 from .attribution import proxy_user, strippable
-from .calls import KEY, CallState, Put
+from .calls import KEY, CallState, Put, counted
 from .routing import BASE_URL_HELP, Interception, base_url_target
 from .websocket import WebSockets, is_upgrade
 
@@ -93,12 +92,12 @@ class LlmTapAddon:
             del flow.request.headers["proxy-authorization"]  # meant for the proxy: never forwarded
         return proxy_user(value)[0] if value else ""
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
-        t0 = perf_counter_ns()
+    @counted
+    def requestheaders(self, flow: http.HTTPFlow) -> CallState | None:
         state = self._requestheaders(flow)
         if state is not None:
             flow.metadata[KEY] = state
-            state.timed(t0)
+        return state
 
     def _requestheaders(self, flow: http.HTTPFlow) -> CallState | None:
         start_wall, start_mono = time.time(), time.monotonic()
@@ -143,19 +142,18 @@ class LlmTapAddon:
         req.stream = state.body
         return state
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    @counted
+    def request(self, flow: http.HTTPFlow) -> CallState | None:
         """The request has ended: its facts and body go to the recorder."""
         state: CallState | None = flow.metadata.get(KEY)
         if state is None or state.sent:
-            return
-        t0 = perf_counter_ns()
+            return None
         req = flow.request
         if state.body.size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
             state.body(req.raw_content)
         body, digest = state.body.body()
         state.sent = True
         self._live[flow.id] = flow
-        state.timed(t0)
         self.put(
             handoff.Request(
                 state.call, state.start_wall, state.start_mono, req.method, req.host, req.port, req.path,
@@ -163,36 +161,37 @@ class LlmTapAddon:
                 state.proxy_user, flow.client_conn.id, state.websocket, state.take_loop_ns(),
             )
         )  # fmt: skip
+        return state
 
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
-        t0 = perf_counter_ns()
+    @counted
+    def responseheaders(self, flow: http.HTTPFlow) -> CallState | None:
         resp = flow.response
         if resp is None:
-            return
+            return None
         if self.draining and resp.http_version.startswith("HTTP/1"):
             resp.headers["connection"] = "close"  # this connection's next call goes to a sidecar that stays
         state: CallState | None = flow.metadata.get(KEY)
         if state is None or not state.sent:
             resp.stream = True
-            return
+            return None
         if state.websocket and resp.status_code == 101:  # a WebSocket opened: its calls are its messages
             self._live.pop(flow.id, None)
             resp.stream = True
-            return
+            return None
         headers = [(k.lower(), v) for k, v in resp.headers.items(multi=True)]
         self.put(handoff.Response(state.call, resp.status_code, headers, time.monotonic()))
         resp.stream = state.response_tee(self.put)
-        state.timed(t0)
+        return state
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    @counted
+    def response(self, flow: http.HTTPFlow) -> CallState | None:
         state: CallState | None = flow.metadata.get(KEY)
         if state is None or not state.sent or flow.id not in self._live:
-            return  # not a call, or a WebSocket (its socket ends it)
-        t0 = perf_counter_ns()
+            return None  # not a call, or a WebSocket (its socket ends it)
         del flow.metadata[KEY]
         self._live.pop(flow.id, None)
-        state.timed(t0)
-        state.end(self.put, "complete")
+        state.ending = ("complete", "")
+        return state
 
     # -- WebSocket (see .websocket) -------------------------------------------------------------
     def websocket_start(self, flow: http.HTTPFlow) -> None:
@@ -204,19 +203,19 @@ class LlmTapAddon:
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         self.ws.end(flow)
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    @counted
+    def error(self, flow: http.HTTPFlow) -> CallState | None:
         if flow.websocket is not None:
             self.ws.end(flow, flow.error.msg if flow.error else "")
         state: CallState | None = flow.metadata.get(KEY)
         if state is None or flow.id not in self._live:
-            return
-        t0 = perf_counter_ns()
+            return None
         del flow.metadata[KEY]
         self._live.pop(flow.id, None)
         msg = flow.error.msg if flow.error else ""
         kind: EndKind = "client_disconnected" if client_went_away(flow, msg) else "upstream_error"
-        state.timed(t0)
-        state.end(self.put, kind, msg)
+        state.ending = (kind, msg)
+        return state
 
     def cut_inflight(self) -> int:
         """End of the drain: every call still running is recorded as cut by the shutdown."""
@@ -225,7 +224,8 @@ class LlmTapAddon:
         for flow in flows:
             state: CallState | None = flow.metadata.pop(KEY, None)
             if state is not None:
-                state.end(self.put, "sidecar_shutdown", "the sidecar shut down before the call ended")
+                state.ending = ("sidecar_shutdown", "the sidecar shut down before the call ended")
+                state.end(self.put)
         return len(flows)
 
 

@@ -10,18 +10,21 @@ Memory: a request body is kept up to :data:`~llmtap.handoff.MAX_REQUEST_BODY` (t
 only counted and hashed; response chunks are handed off whenever :data:`HANDOFF_BYTES` are held, so
 a long stream never accumulates here.
 
-Self-overhead: :meth:`CallState.timed` adds the time a hook spent to the call's ``loop_ns``; the tees
-add theirs per chunk. It travels with the call's messages and becomes part of ``overhead_ms``.
+Self-overhead: :func:`counted` is the hooks' one clock — it wraps every addon hook and adds the hook's
+time to the call it worked on (``loop_ns``); the response tee adds its own per chunk. The time travels with
+the call's messages and becomes part of ``overhead_ms``.
 
 Thread contract: every method runs on the proxy's event loop.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import monotonic, perf_counter_ns
+from typing import Any
 
 from .. import handoff
 from ..handoff import MAX_REQUEST_BODY
@@ -84,9 +87,7 @@ class CallState:
     held: int = 0
     loop_ns: int = 0
     sent: bool = False  # the Request message went out (the rest may follow)
-
-    def timed(self, t0_ns: int) -> None:
-        self.loop_ns += perf_counter_ns() - t0_ns
+    ending: tuple[EndKind, str] | None = None  # set by the hook that ended the call: (how, why)
 
     def take_loop_ns(self) -> int:
         n, self.loop_ns = self.loop_ns, 0
@@ -109,9 +110,29 @@ class CallState:
 
         return tee
 
-    def end(self, put: Put, kind: EndKind, message: str = "") -> None:
-        """The call is over: what is still held, then its end."""
+    def end(self, put: Put) -> None:
+        """The call is over (``ending`` says how): what is still held, then its end."""
+        kind, message = self.ending or ("complete", "")
         if self.chunks:
             put(handoff.Body(self.call, self.chunks))
             self.chunks, self.held = [], 0
         put(handoff.End(self.call, kind, monotonic(), message, self.take_loop_ns()))
+
+
+Hook = Callable[[Any, Any], "CallState | None"]
+
+
+def counted(hook: Hook) -> Callable[[Any, Any], None]:
+    """An addon hook, timed: its own time goes to the call it returns (the one it worked on), and a call it
+    ended (``ending`` set) is handed off after that, so the end carries every hook's time."""
+
+    @functools.wraps(hook)
+    def run(addon: Any, flow: Any) -> None:
+        t0 = perf_counter_ns()
+        state = hook(addon, flow)
+        if state is not None:
+            state.loop_ns += perf_counter_ns() - t0
+            if state.ending is not None:
+                state.end(addon.put)
+
+    return run
