@@ -69,14 +69,43 @@ _TRUE, _FALSE = _string("true"), _string("false")
 _BY_TYPE: dict[type, Callable[[Any], bytes]] = {str: _text, int: _int, float: _float, bool: _bool, dict: _json}
 
 
+class _Vocabulary:
+    """A column's encoder that keeps the bytes of its values while it has few (providers, models, services,
+    status codes...: the same handful call after call); past :data:`VOCABULARY` values (ids, counts) it
+    stops keeping them."""
+
+    __slots__ = ("cache", "encode", "kind")
+
+    def __init__(self, encode: Callable[[Any], bytes], kind: type) -> None:
+        self.encode, self.kind = encode, kind
+        self.cache: dict[Any, bytes] | None = {}
+
+    def __call__(self, v: Any) -> bytes:
+        cache = self.cache
+        if cache is None or v.__class__ is not self.kind:
+            return self.encode(v)
+        b = cache.get(v)
+        if b is None:
+            b = self.encode(v)
+            if len(cache) < VOCABULARY:
+                cache[v] = b
+            else:
+                self.cache = None
+        return b
+
+
+VOCABULARY = 64
+
+
 def _encoder(hint: Any) -> Callable[[Any], bytes]:
     """The column's stringification, from its type (``Optional`` and ``Literal`` unwrapped)."""
     if get_origin(hint) is Literal:
-        return _text
+        return _Vocabulary(_text, str)
     args = [a for a in get_args(hint) if a is not type(None)]
     if args and get_origin(hint) is not dict:
         return _encoder(args[0])
-    return _BY_TYPE[get_origin(hint) or hint]
+    kind = get_origin(hint) or hint
+    return _Vocabulary(_BY_TYPE[kind], kind) if kind in (str, int) else _BY_TYPE[kind]
 
 
 _HINTS = get_type_hints(CallRecord)
