@@ -185,9 +185,11 @@ class Sidecar:
             return None
         writer = self.writer
 
-        def flush() -> None:
+        def flush() -> None:  # reads see every call finished so far: the workers' last handoffs, the writer's
+            if self.workers is not None:
+                self.workers.settle()
             if writer is not None:
-                writer.flush(READ_FLUSH_S)  # reads see every call finished so far, not only what the writer sent
+                writer.flush(READ_FLUSH_S)
 
         return Reads(self.backend, flush)
 

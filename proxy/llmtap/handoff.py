@@ -23,16 +23,34 @@ from typing import Any, NamedTuple
 
 from .record import EndKind
 
-MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes handed off for parsing; beyond, only counted and hashed
+MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes the recorder parses; beyond, only counted and hashed
 Chunk = tuple[float, bytes]  # (monotonic arrival time, the bytes as they came off the wire)
 Headers = list[tuple[str, str]]  # names lower-cased, in order, repeated names kept
+
+
+class RequestPart(NamedTuple):
+    """Request-body chunks handed off before the body ended (a large upload: the worker holds none of it)."""
+
+    call: int
+    chunks: list[bytes]
+
+
+class Gap(NamedTuple):
+    """Bytes of a call not handed off (the recorder was :data:`~llmtap.intercept.outbox.MAX_BUFFER` behind):
+    the call is still recorded, from what its transport showed, and says so."""
+
+    call: int
+    request: bool  # request-body bytes (else response bytes)
+    size: int
 
 
 class Request(NamedTuple):
     """A call's request line, headers and body, sent once the body has ended (or at the upgrade of a
     WebSocket). ``headers`` are as the client sent them (attribution headers included: the worker
-    strips them from what goes upstream). ``body`` is empty when it was over the parse bound; then
-    ``body_hash`` is the worker's hash of all of it."""
+    strips them from what goes upstream). ``body`` is what followed the last :class:`RequestPart`
+    (all of it for most calls); ``body_size`` counts every byte. A body larger than a part is hashed by the
+    worker as it comes (``body_hash``; the recorder hashes the others), and only its first
+    :data:`MAX_REQUEST_BODY` bytes are handed off (``over``: the rest was not)."""
 
     call: int
     start_wall: float
@@ -44,7 +62,8 @@ class Request(NamedTuple):
     headers: Headers
     body: bytes
     body_size: int
-    body_hash: str  # '' when ``body`` is whole (the recorder hashes it)
+    body_hash: str
+    over: bool
     provider: str
     adapter: str  # the adapter class's name (``llmtap.adapters``), or the WebSocket adapter's for an upgrade
     model: str  # the model named in the path ('' when the body names it)
@@ -98,6 +117,13 @@ class SocketClose(NamedTuple):
     reason: str
 
 
+class Barrier(NamedTuple):
+    """The supervisor's marker, sent to a worker and echoed back after everything it handed off before: once
+    it is back, the recorder has every call that worker had finished (a read then sees them all)."""
+
+    seq: int
+
+
 class WorkerState(NamedTuple):
     """A worker's health, sent when it changes (at most every :data:`STATE_EVERY_S`)."""
 
@@ -112,8 +138,22 @@ class WorkerState(NamedTuple):
     startup_error: str  # a worker that could not start says why, once, and exits
 
 
-Message = Request | Response | Body | End | SocketOpen | SocketMessage | SocketClose | WorkerState
-KINDS: tuple[type[Any], ...] = (Request, Response, Body, End, SocketOpen, SocketMessage, SocketClose, WorkerState)
+Message = (
+    RequestPart
+    | Request
+    | Response
+    | Body
+    | End
+    | Gap
+    | SocketOpen
+    | SocketMessage
+    | SocketClose
+    | Barrier
+    | WorkerState
+)
+KINDS: tuple[type[Any], ...] = (
+    RequestPart, Request, Response, Body, End, Gap, SocketOpen, SocketMessage, SocketClose, Barrier, WorkerState
+)
 _TAG: dict[type[Any], int] = {cls: i for i, cls in enumerate(KINDS)}
 STATE_EVERY_S = 0.2
 _LEN = struct.Struct("<I")

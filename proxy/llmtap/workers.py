@@ -64,6 +64,7 @@ class Worker:
     decoder: handoff.Decoder = field(default_factory=handoff.Decoder)
     state: handoff.WorkerState | None = None
     counted: dict[str, int] = field(default_factory=dict)  # dropped connections already counted
+    barrier: int = 0  # the last barrier it echoed
 
 
 class Workers:
@@ -84,6 +85,7 @@ class Workers:
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed = asyncio.Event()
+        self._barrier = 0
 
     # -- life -------------------------------------------------------------------------------------
     def _spawn(self, index: int) -> Worker:
@@ -146,12 +148,15 @@ class Workers:
             w.proc.kill()
             self._gone(w)
             return
-        calls = [m for m in messages if not isinstance(m, handoff.WorkerState)]
+        calls = [m for m in messages if not isinstance(m, (handoff.WorkerState, handoff.Barrier))]
         if calls:
             self.recorder.handle(w.index, calls)
         for m in messages:
             if isinstance(m, handoff.WorkerState):
                 self._state(w, m)
+            elif isinstance(m, handoff.Barrier):
+                w.barrier = m.seq
+                self._changed.set()
 
     def _state(self, w: Worker, state: handoff.WorkerState) -> None:
         w.state = state
@@ -210,6 +215,39 @@ class Workers:
         for w in list(self.workers.values()):  # still there: killed; what they held is recorded as cut
             w.proc.kill()
             self._gone(w)
+
+    async def barrier(self, timeout: float) -> bool:
+        """Once every worker has echoed a new barrier, the recorder has every call they had finished."""
+        self._barrier += 1
+        seq = self._barrier
+        waiting = list(self.workers.values())
+        for w in waiting:
+            try:
+                w.channel.send(handoff.encode([handoff.Barrier(seq)]))  # a few bytes: never blocks
+            except OSError:
+                pass
+        assert self._loop is not None
+        deadline = self._loop.time() + timeout
+        while any(w.barrier < seq and self.workers.get(w.index) is w for w in waiting):
+            remaining = deadline - self._loop.time()
+            if remaining <= 0:
+                return False
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.1))
+            except TimeoutError:
+                pass
+        return True
+
+    def settle(self, timeout: float = 2.0) -> bool:
+        """:meth:`barrier` from another thread (a read, on the admin server's)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return False
+        try:
+            return asyncio.run_coroutine_threadsafe(self.barrier(timeout), loop).result(timeout + 1)
+        except Exception:
+            return False
 
     # -- health -----------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

@@ -41,6 +41,16 @@ AdapterFactory = Callable[[type[Adapter]], Adapter]
 Key = tuple[int, int]  # (worker, call)
 
 
+class _RequestBody:
+    """A large request body, handed off in parts (the worker hashed it): what the parser gets of it."""
+
+    __slots__ = ("kept", "lost")
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+        self.lost = False  # a part never came (a Gap): the body cannot be parsed
+
+
 @dataclass(slots=True)
 class _Upgrade:
     """A WebSocket's upgrade: the capture of the handshake (a call only if it was refused) and what
@@ -68,6 +78,7 @@ class Recorder:
         self._make: AdapterFactory = make_adapter or (lambda cls: cls())
         self._on_parse_error = on_parse_error
         self._calls: dict[Key, Capture] = {}
+        self._bodies: dict[Key, _RequestBody] = {}  # request bodies handed off in parts, until their Request
         self._upgrades: dict[Key, _Upgrade] = {}
         self._sockets: dict[Key, WSConnection] = {}
 
@@ -101,6 +112,11 @@ class Recorder:
             if cap is not None:
                 cap.loop_ns += msg.loop_ns + perf_counter_ns() - t0
                 self._submit(cap, End(msg.kind, msg.mono, msg.message))
+            self._bodies.pop(key, None)  # an upload the client gave up: not a call
+        elif isinstance(msg, handoff.RequestPart):
+            self._bodies.setdefault(key, _RequestBody()).kept.extend(msg.chunks)
+        elif isinstance(msg, handoff.Gap):
+            self._gap(key, msg)
         elif isinstance(msg, handoff.Request):
             self._request(key, msg, t0)
         elif isinstance(msg, handoff.SocketMessage):
@@ -117,9 +133,8 @@ class Recorder:
             if conn is not None:
                 conn.on_close(msg.closed_by_client, msg.mono, msg.reason)
 
-    def _facts(self, key: Key, req: handoff.Request, api: str) -> RequestFacts:
+    def _facts(self, key: Key, req: handoff.Request, api: str, body_hash: str = "") -> RequestFacts:
         trace_id, parent = trace_ids(next((v for k, v in req.headers if k == "traceparent"), ""))
-        body_hash = req.body_hash or (hashlib.sha256(req.body).hexdigest()[:32] if req.body_size else "")
         return RequestFacts(
             method=req.method,
             host=req.host,
@@ -153,10 +168,16 @@ class Recorder:
             self._calls[key] = cap  # until the socket opens: a refused upgrade ends as an HTTP call
             return
         adapter_cls = ADAPTER_CLASSES[req.adapter]
-        facts = self._facts(key, req, adapter_cls.api)
+        parts = self._bodies.pop(key, None)
+        raw: bytes | None = req.body
+        if parts is not None:  # a large body, handed off as it came
+            raw = None if parts.lost else b"".join([*parts.kept, req.body])
+        digest = req.body_hash or (hashlib.sha256(req.body).hexdigest()[:32] if req.body else "")
+        facts = self._facts(key, req, adapter_cls.api, digest)
         encoding = next((v for k, v in req.headers if k == "content-encoding"), "")
-        raw = None if req.body_hash else req.body  # over the parse bound: hashed by the worker, not kept
-        request_json, note = parse_body(raw, encoding)
+        request_json, note = parse_body(None if req.over else raw, encoding)  # None: over the bound, not parsed
+        if parts is not None and parts.lost and not req.over:
+            note = "request body not parsed: part of it was not handed off (the recorder was behind)"
         facts.body_note = note
         self._calls[key] = Capture(
             facts,
@@ -167,6 +188,15 @@ class Recorder:
             path_model=req.model,  # Gemini, Azure deployments and Bedrock name the model in the path
             loop_ns=req.loop_ns + perf_counter_ns() - t0,
         )
+
+    def _gap(self, key: Key, gap: handoff.Gap) -> None:
+        if gap.request:
+            self._bodies.setdefault(key, _RequestBody()).lost = True
+            return
+        cap = self._calls.get(key)
+        if cap is not None:
+            cap.response_bytes += gap.size
+            cap.stop_parsing("part of the response was not handed off: the recorder was behind")
 
     def _open(self, key: Key, msg: handoff.SocketOpen) -> None:
         up = self._upgrades.pop(key, None)
@@ -185,6 +215,8 @@ class Recorder:
         n = 0
         for key in [k for k in self._upgrades if k[0] == worker]:
             self._upgrades.pop(key).cap.release()
+        for key in [k for k in self._bodies if k[0] == worker]:
+            del self._bodies[key]
         for key in [k for k in self._calls if k[0] == worker]:
             self._submit(self._calls.pop(key), End("sidecar_shutdown", now, why))
             n += 1

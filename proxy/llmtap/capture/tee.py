@@ -260,6 +260,14 @@ class Capture:
         if self._framer is not None:
             self._framer.release()
 
+    def stop_parsing(self, why: str) -> None:
+        """Parse no further (what is missing would make the rest wrong); the record says why."""
+        self.parsing = False
+        self._decoder = None
+        self.release()
+        self._framer = None
+        self.parse_error = why[:300]
+
     def _parse_failed(self, e: BaseException) -> None:
         self.parsing = False
         self._decoder = None  # what it still holds (compressed) is never inflated

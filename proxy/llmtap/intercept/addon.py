@@ -139,7 +139,7 @@ class LlmTapAddon:
             return None
         state = CallState(next(self._ids), start_wall, start_mono, headers, match.provider, match.adapter.__name__,
                           match.model, user)  # fmt: skip
-        req.stream = state.body
+        req.stream = state.request_tee(self.put)
         return state
 
     @counted
@@ -149,15 +149,15 @@ class LlmTapAddon:
         if state is None or state.sent:
             return None
         req = flow.request
-        if state.body.size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
-            state.body(req.raw_content)
-        body, digest = state.body.body()
+        if state.body_size == 0 and req.raw_content:  # a body mitmproxy consumed whole (not streamed)
+            state.take_body(req.raw_content, self.put)
         state.sent = True
         self._live[flow.id] = flow
+        body, digest, over = state.request_body()
         self.put(
             handoff.Request(
                 state.call, state.start_wall, state.start_mono, req.method, req.host, req.port, req.path,
-                state.headers, body, state.body.size, digest, state.provider, state.adapter, state.model,
+                state.headers, body, state.body_size, digest, over, state.provider, state.adapter, state.model,
                 state.proxy_user, flow.client_conn.id, state.websocket, state.take_loop_ns(),
             )
         )  # fmt: skip
@@ -208,6 +208,10 @@ class LlmTapAddon:
         if flow.websocket is not None:
             self.ws.end(flow, flow.error.msg if flow.error else "")
         state: CallState | None = flow.metadata.get(KEY)
+        if state is not None and not state.sent and state.parts:  # an upload cut before its end: not a call, but
+            del flow.metadata[KEY]  # the recorder holds its parts until it hears of it
+            state.ending = ("client_disconnected", "")
+            return state
         if state is None or flow.id not in self._live:
             return None
         del flow.metadata[KEY]

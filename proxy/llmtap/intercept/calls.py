@@ -6,9 +6,8 @@ One :class:`CallState` per flow, under one metadata key (:data:`KEY`): the reque
 (with its arrival time), so nothing but a list append happens per chunk on the loop. Parsing happens
 in the recorder (:mod:`llmtap.capture.recorder`), fed by :mod:`llmtap.handoff` messages.
 
-Memory: a request body is kept up to :data:`~llmtap.handoff.MAX_REQUEST_BODY` (the recorder's parse bound), then
-only counted and hashed; response chunks are handed off whenever :data:`HANDOFF_BYTES` are held, so
-a long stream never accumulates here.
+Memory: request and response chunks are handed off whenever :data:`HANDOFF_BYTES` are held, so neither a
+large upload nor a long stream accumulates here (the recorder keeps what it parses, within its bounds).
 
 Self-overhead: :func:`counted` is the hooks' one clock — it wraps every addon hook and adds the hook's
 time to the call it worked on (``loop_ns``); the response tee adds its own per chunk. The time travels with
@@ -31,41 +30,9 @@ from ..handoff import MAX_REQUEST_BODY
 from ..record import EndKind
 
 KEY = "llmtap"  # the one flow.metadata key llmtap uses
-HANDOFF_BYTES = 256 * 1024  # response bytes held before they are handed off mid-call
+HANDOFF_BYTES = 256 * 1024  # request or response bytes held before they are handed off mid-call
 
 Put = Callable[[handoff.Message], None]
-
-
-class RequestTee:
-    """The ``flow.request.stream`` callable of a call: returns each chunk unchanged, keeps it up to the bound."""
-
-    __slots__ = ("chunks", "sha", "size")
-
-    def __init__(self) -> None:
-        self.chunks: list[bytes] | None = []
-        self.size = 0
-        self.sha: hashlib._Hash | None = None  # hashing starts only past the bound (the recorder hashes the rest)
-
-    def __call__(self, data: bytes) -> bytes:
-        if data:
-            self.size += len(data)
-            chunks = self.chunks
-            if chunks is not None:
-                chunks.append(data)
-                if self.size > MAX_REQUEST_BODY:
-                    self.sha = hashlib.sha256()
-                    for c in chunks:
-                        self.sha.update(c)
-                    self.chunks = None
-            elif self.sha is not None:
-                self.sha.update(data)
-        return data
-
-    def body(self) -> tuple[bytes, str]:
-        """(the body when kept whole, else b''; its hash when not kept, else '')."""
-        if self.chunks is not None:
-            return b"".join(self.chunks), ""
-        return b"", self.sha.hexdigest()[:32] if self.sha is not None and self.size else ""
 
 
 @dataclass(slots=True)
@@ -82,7 +49,10 @@ class CallState:
     proxy_user: str
     websocket: bool = False
     socket_open: bool = False  # a WebSocket's upgrade was answered and its socket started
-    body: RequestTee = field(default_factory=RequestTee)
+    body: list[bytes] = field(default_factory=list)  # request chunks not handed off yet
+    body_size: int = 0
+    parts: bool = False  # request chunks were handed off before the request ended
+    body_sha: Any = None  # a large body is hashed here as it comes (hashlib's sha256)
     chunks: list[handoff.Chunk] = field(default_factory=list)
     held: int = 0
     loop_ns: int = 0
@@ -92,6 +62,40 @@ class CallState:
     def take_loop_ns(self) -> int:
         n, self.loop_ns = self.loop_ns, 0
         return n
+
+    def request_tee(self, put: Put) -> Callable[[bytes], bytes]:
+        """The ``flow.request.stream`` callable: returns each chunk unchanged, keeps it, hands off what it
+        holds every :data:`HANDOFF_BYTES` (an upload of any size costs the worker no memory)."""
+
+        def tee(data: bytes) -> bytes:
+            if data:
+                self.take_body(data, put)
+            return data
+
+        return tee
+
+    def take_body(self, data: bytes, put: Put) -> None:
+        if self.body_sha is None and self.held + len(data) >= HANDOFF_BYTES:
+            self.body_sha = hashlib.sha256()  # a large body: hashed here, a chunk at a time, from now on
+            for chunk in self.body:
+                self.body_sha.update(chunk)
+        if self.body_sha is not None:
+            self.body_sha.update(data)
+        self.body_size += len(data)
+        if self.body_size > MAX_REQUEST_BODY:  # past the recorder's parse bound: counted and hashed only
+            self.body, self.held = [], 0
+            return
+        self.body.append(data)
+        self.held += len(data)
+        if self.held >= HANDOFF_BYTES:
+            put(handoff.RequestPart(self.call, self.body))
+            self.body, self.held, self.parts = [], 0, True
+
+    def request_body(self) -> tuple[bytes, str, bool]:
+        """(what is held of the request body, handed over; its hash when this worker took it; over the bound)."""
+        body, self.body, self.held = b"".join(self.body), [], 0
+        digest = self.body_sha.hexdigest()[:32] if self.body_sha is not None else ""
+        return body, digest, self.body_size > MAX_REQUEST_BODY
 
     def response_tee(self, put: Put) -> Callable[[bytes], bytes]:
         """The ``flow.response.stream`` callable: keeps (arrival time, chunk), hands off what it holds
