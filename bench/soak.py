@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
 import ssl
 import tempfile
 import threading
@@ -29,19 +28,8 @@ from typing import Any
 
 import openai
 
+from clients import cpu_seconds, rss_mb  # the sidecar's whole process tree
 from llmtap.testing.harness import start_chhttp, start_mock, start_sidecar, stop
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def otlp_sink() -> ThreadingHTTPServer:

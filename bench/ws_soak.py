@@ -31,18 +31,12 @@ from typing import Any
 
 import openai
 
+from clients import rss_mb  # the sidecar's whole process tree
 from llmtap.testing.harness import start_mock, start_sidecar, stop
 
 AUDIO = base64.b64encode(os.urandom(3072)).decode()  # 4 KiB of base64 per append
 # A handshake slower than websockets' 10 s default (a loaded 2-core machine) is an error, not a stall.
 OPTIONS: Any = {"open_timeout": 30}
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 class Counts:
