@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,14 @@ from . import __version__
 from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .capture.batch import BatchExpander
-from .durations import parse_duration
+from .config import Environment, RunConfig
+from .errors import ConfigError, StartupError
 from .intercept.addon import AdapterFactory, AddonConfig, LlmTapAddon
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
-from .startup import DataDirLock, StartupError, check_port, prepare_data_dir, store_id
+from .startup import DataDirLock, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.spool import Spool, json_line_converter
 from .store.writer import StoreWriter
@@ -43,40 +43,6 @@ from .telemetry import (
 )
 
 log = logging.getLogger("llmtap")
-
-
-@dataclass
-class RunConfig:
-    listen: tuple[str, int]
-    admin: tuple[str, int]
-    data_dir: Path
-    store: str
-    read_store: str = ""  # credentials for every read of a clickhouse:// store (SELECT-only user)
-    intercept: list[str] = field(default_factory=list)
-    upstream_ca: Path | None = None
-    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
-    service: str = ""
-    proxy_auth: str = ""
-    allow_open_proxy: bool = False
-    admin_token: str = ""  # explicit (--admin-token); else the install's <data-dir>/admin-token
-    admin_allowed_hosts: list[str] = field(default_factory=list)
-    otlp_endpoint: str = ""
-    capture_content: bool = False
-    prices: Path | None = None
-    content_retention_days: int = 7
-    traces_retention_days: int = 0
-    calls_retention_days: int = 0
-    spool_max_mb: int = 1024
-    max_client_connections: int = 4096
-    client_header_timeout: float = 30.0
-    drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
-    alert_webhook: str = ""
-    alert_interval_s: float = 60.0
-    grafana_url: str = ""
-
-
-class ConfigError(StartupError):
-    pass
 
 
 def is_loopback(host: str) -> bool:
@@ -121,15 +87,6 @@ def check_exposure(cfg: RunConfig) -> None:
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
-
-
-def resource_attributes() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
-        k, sep, v = part.partition("=")
-        if sep and k.strip():
-            out[k.strip()] = v.strip()
-    return out
 
 
 @dataclass
@@ -186,13 +143,13 @@ class Sidecar:
         return AdminState(self.metrics, self.reads(), self.health, auth, self.cfg.grafana_url)
 
 
-def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
+def _faults(env: Environment) -> tuple[AdapterFactory | None, list[RecordSink]]:
     """``LLMTAP_FAULT_INJECT``: the chaos tests' faults, from the testing wing, only when asked for."""
-    if not os.environ.get("LLMTAP_FAULT_INJECT"):
+    if not env.faults:
         return None, []
     from .testing import faults
 
-    return faults.adapter_factory(), faults.sinks()
+    return faults.adapter_factory(env.faults, env.fault_tee_delay_s), faults.sinks(env.faults)
 
 
 def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list[Enricher], list[Expander]]:
@@ -201,8 +158,8 @@ def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list
     TTL (the 1-hour one scales with it), so a test can let a cache expire without waiting 5 minutes."""
     pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
     cache = CacheMissAnalyzer(pricer.cache_read_saving)
-    if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
-        cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
+    if cfg.env.cache_ttl_s is not None:
+        cache.ttl_5m_s = cfg.env.cache_ttl_s
         cache.ttl_1h_s = cache.ttl_5m_s * 12
     enrichers: list[Enricher] = [pricer, RetryDetector(), cache]
     if cfg.capture_content:
@@ -228,7 +185,7 @@ def build(cfg: RunConfig) -> Sidecar:
 
 
 def _build(cfg: RunConfig) -> Sidecar:
-    otlp = cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    otlp = cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint
     if cfg.store.strip().lower() == "none" and not otlp:
         raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
     prices = load_price_file(cfg.prices) if cfg.prices else []
@@ -242,7 +199,7 @@ def _build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention, cfg.read_store)
+    backend = open_backend(cfg.store, retention, cfg.read_store, limits=cfg.env.query_limits)
     try:
         return _assemble(cfg, metrics, backend, prices, upstream)
     except BaseException:
@@ -254,8 +211,8 @@ def _build(cfg: RunConfig) -> Sidecar:
 def _assemble(
     cfg: RunConfig, metrics: Metrics, backend: Backend | None, prices: list[Any], upstream: Path | None
 ) -> Sidecar:
-    resource = resource_attributes()
-    make_adapter, fault_sinks = _faults()
+    resource = dict(cfg.env.resource_attributes)
+    make_adapter, fault_sinks = _faults(cfg.env)
     sinks: list[RecordSink] = [*fault_sinks]
     writer: StoreWriter | None = None
     if backend is not None:
@@ -278,12 +235,12 @@ def _assemble(
         )
         sinks.append(StoreSink(writer, resource))
     sinks += [MetricsSink(metrics), LogSink()]
-    if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    if cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint:
         from .telemetry.spans import SpanSink, otlp_exporter
 
-        sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
+        sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None, cfg.env.otlp), resource))
     enrichers, expanders = _analysis(cfg, metrics, prices)
-    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.tiktoken_cache), sinks, enrichers, expanders=expanders)
     addon = LlmTapAddon(
         AddonConfig(service=cfg.service, intercept=cfg.intercept, listen=cfg.listen),
         pipeline,
@@ -345,7 +302,7 @@ def run(cfg: RunConfig) -> int:
                 flush=True,
             )
 
-        asyncio.run(serve(settings, sc.addon, announce), loop_factory=event_loop_factory())
+        asyncio.run(serve(settings, sc.addon, announce), loop_factory=event_loop_factory(cfg.env.event_loop))
     finally:
         if alerts is not None:
             alerts.close()

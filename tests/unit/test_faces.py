@@ -120,7 +120,7 @@ FACES = {
     ],
     "llmtap.alerts": ["STATE_FILE", "AlertThread", "Evaluator", "Event", "WebhookError", "check_webhook_url"],
     "llmtap.intercept": ["Fingerprinter", "allow_host_patterns", "parse_host_port"],
-    "llmtap.cli": ["COMMANDS", "build_parser", "main"],
+    "llmtap.cli": ["build_parser", "main"],
     "llmtap.testing.mock": [
         "CERT_NAMES",
         "GARBAGE",

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..admin.explain import ExplainError, Periods, RowsFn, cost_text, explain_cost, parse_end
 from ..admin.explain_latency import explain_latency, latency_text
-from .parser import GROUP_CHOICES, UsageError
-from .query import query_rows
+from ..config import Environment
+from .parser import GROUP_CHOICES, Commands, UsageError
+from .query import StoreReader
 
 
 def _periods(args: argparse.Namespace) -> Periods:
@@ -21,10 +22,10 @@ def _periods(args: argparse.Namespace) -> Periods:
         raise SystemExit(f"llmtap: {e}") from None
 
 
-def _rows(args: argparse.Namespace) -> RowsFn:
+def _rows(reader: StoreReader) -> RowsFn:
     def rows(sql: str) -> list[dict[str, Any]]:
         try:
-            return query_rows(args, sql)
+            return reader.rows(sql)
         except (SystemExit, UsageError):  # already one line that says what to do
             raise
         except Exception as e:  # the store's own error, on one line
@@ -42,13 +43,13 @@ def _emit(res: dict[str, object], fmt: str, text: str) -> None:
         print(text)
 
 
-def cmd_explain_cost(args: argparse.Namespace) -> int:
+def cmd_explain_cost(args: argparse.Namespace, env: Environment) -> int:
     by = [b.strip() for b in args.by.split(",") if b.strip()]
     bad = [b for b in by if b not in GROUP_CHOICES]
     if bad or not by:
         raise SystemExit(f"llmtap: --by takes one or more of {', '.join(GROUP_CHOICES)}; got {args.by!r}")
     periods = _periods(args)
-    res = explain_cost(_rows(args), periods, by)
+    res = explain_cost(_rows(StoreReader.from_args(args, env)), periods, by)
     _emit(res, args.format, cost_text(res, top=args.top))
     return 0
 
@@ -65,30 +66,32 @@ def quantile(text: str) -> float:
     return q
 
 
-def cmd_explain_latency(args: argparse.Namespace) -> int:
+def cmd_explain_latency(args: argparse.Namespace, env: Environment) -> int:
     periods = _periods(args)
     q = quantile(args.quantile)
     try:
-        res = explain_latency(_rows(args), periods, args.metric, q)
+        res = explain_latency(_rows(StoreReader.from_args(args, env)), periods, args.metric, q)
     except ExplainError as e:
         raise SystemExit(f"llmtap: {e}") from None
     _emit(res, args.format, latency_text(res))
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    ec = sub.add_parser(
+def register(commands: Commands) -> None:
+    ec = commands.add(
         "explain-cost",
-        parents=parents,
-        help="why cost changed: an exact split of the change into drivers (volume, mix, tokens, cache, price, …)",
+        cmd_explain_cost,
+        "why cost changed: an exact split of the change into drivers (volume, mix, tokens, cache, price, …)",
+        commands.reading,
     )
     _window_flags(ec)
     ec.add_argument("--by", default="model,feature", help="key dimensions: " + ",".join(GROUP_CHOICES))
     ec.add_argument("--top", type=int, default=12, help="drivers in the text table (json lists all)")
-    el = sub.add_parser(
+    el = commands.add(
         "explain-latency",
-        parents=parents,
-        help="why it is slow: the change of a latency quantile split into TTFB, prefill, decode, retries, waits",
+        cmd_explain_latency,
+        "why it is slow: the change of a latency quantile split into TTFB, prefill, decode, retries, waits",
+        commands.reading,
     )
     _window_flags(el)
     el.add_argument("--metric", choices=("duration", "ttft"), default="duration", help="duration (default) or ttft")

@@ -18,7 +18,6 @@ import asyncio
 import importlib.machinery
 import importlib.util
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -111,10 +110,10 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.create_connection = create_connection  # type: ignore[method-assign,assignment]
 
 
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The proxy's event loop: asyncio's; ``LLMTAP_EVENT_LOOP=uvloop`` runs mitmproxy on uvloop instead (when
-    installed; not a dependency: see docs/performance.md for what it measured)."""
-    if os.environ.get("LLMTAP_EVENT_LOOP", "").lower() != "uvloop":
+def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The proxy's event loop: asyncio's; ``uvloop`` (``LLMTAP_EVENT_LOOP=uvloop``) runs mitmproxy on uvloop
+    instead (when installed; not a dependency: see docs/performance.md for what it measured)."""
+    if name.lower() != "uvloop":
         return None
     try:
         import uvloop

@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .backend import Backend
+from .readonly import QueryLimits
 from .schema import DEFAULT_DB
 
 
@@ -30,7 +31,12 @@ def is_store(path: Path) -> bool:
 
 
 def open_backend(
-    url: str, retention: dict[str, int] | None = None, read_url: str = "", *, for_reading: bool = False
+    url: str,
+    retention: dict[str, int] | None = None,
+    read_url: str = "",
+    *,
+    for_reading: bool = False,
+    limits: QueryLimits | None = None,
 ) -> Backend | None:
     """The backend for a store URL; ``none`` means no store (OTLP export only).
 
@@ -38,8 +44,10 @@ def open_backend(
     server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
     ``for_reading`` (the read commands): never create a store, and a server store is not connected
     as the writer at all. An embedded path that holds none and a server database without llmtap's
-    tables are refused with a :class:`StoreURLError`.
+    tables are refused with a :class:`StoreURLError`. ``limits`` bound every admin query (default
+    :class:`~llmtap.store.readonly.QueryLimits`).
     """
+    limits = limits or QueryLimits()
     if url.strip().lower() == "none":
         return None
     scheme = urlsplit(url).scheme.lower()
@@ -51,13 +59,18 @@ def open_backend(
         path = chdb_path(url)
         if for_reading and not is_store(path):
             raise StoreURLError(f"no llmtap store in {path}")
-        return ChdbBackend(path, DEFAULT_DB, retention)
+        return ChdbBackend(path, DEFAULT_DB, retention, limits)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
             return ClickHouseBackend(
-                url, retention=retention, read_url=read_url, writer=not for_reading, read_only=for_reading
+                url,
+                retention=retention,
+                read_url=read_url,
+                writer=not for_reading,
+                read_only=for_reading,
+                limits=limits,
             )
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
