@@ -27,7 +27,8 @@ from .openai_embeddings import OpenAIEmbeddings
 from .openai_realtime import OpenAIRealtime, RealtimeResponse
 from .openai_responses import OpenAIResponses
 from .openai_responses_ws import OpenAIResponsesWS
-from .websocket import Turn, WSAdapter, query_param
+from .websocket import Turn, WSAdapter
+from .websocket import query_param as _query_param
 
 # Order matters where paths overlap: the first match wins.
 REGISTRY: tuple[type[Adapter], ...] = (
@@ -109,7 +110,7 @@ def route_ws(host: str, path: str, header_names: frozenset[str]) -> WSRouteMatch
         for r in adapter.routes:
             m = r.match("GET", p, known, header_names)
             if m is not None:
-                model = m.groupdict().get("model") or query_param(query, "model", "deployment")
+                model = m.groupdict().get("model") or _query_param(query, "model", "deployment")
                 return WSRouteMatch(adapter, known or r.provider or adapter.default_provider, model)
     return None
 
