@@ -21,11 +21,34 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+# The ``provider`` vocabulary: one name per row of PROVIDERS below (mypy checks each row's name is one of
+# these; tests/unit/test_registries.py that each of these has a row). docs/providers.md lists them,
+# generated from the table (python -m llmtap.store.reference).
+ProviderName = Literal[
+    "openai",
+    "azure.ai.openai",
+    "anthropic",
+    "gcp.gemini",
+    "gcp.vertex_ai",
+    "aws.bedrock",
+    "openrouter",
+    "groq",
+    "deepseek",
+    "mistral_ai",
+    "x_ai",
+    "github_copilot",
+    "ollama",
+    "vllm",
+    "openai_compatible",
+]
+PROVIDER_NAMES: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    name: str  # llm_calls.provider
+    name: ProviderName  # llm_calls.provider
     hosts: tuple[str, ...] = ()  # regexes over the lower-case host name (no port)
     genai_prices_id: str | None = None  # the provider's id in genai-prices (None: see by_model, self_hosted)
     base_url_prefix: str = ""  # base-URL mode: http://<sidecar>/<prefix>/... → https://<base_url_host>/...
@@ -35,6 +58,7 @@ class Provider:
     by_model: bool = False  # priced by the model name alone, at its API list price (resellers, gateways)
     self_hosted: bool = False  # a server of one's own: no list price (price files only)
     examples: tuple[str, ...] = ()  # a real host name for each pattern of ``hosts`` that is not a plain name
+    note: str = ""  # for docs/providers.md
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -95,10 +119,10 @@ PROVIDERS: tuple[Provider, ...] = (
         plan=True,
     ),
     # Self-hosted servers (reached with --intercept): named by the API they speak.
-    Provider("ollama", self_hosted=True),
-    Provider("vllm", self_hosted=True),
+    Provider("ollama", self_hosted=True, note="Ollama's native API (`/api/chat`, `/api/generate`)"),
+    Provider("vllm", self_hosted=True, note="a name for price files: calls to a vLLM server are `openai_compatible`"),
     # Any other host reached with --intercept (a gateway, a proxy): priced by the model it answers with.
-    Provider("openai_compatible", by_model=True),
+    Provider("openai_compatible", by_model=True, note="the OpenAI APIs on other hosts (vLLM, Ollama `/v1`, gateways)"),
 )
 BY_NAME: dict[str, Provider] = {}
 for _p in PROVIDERS:
@@ -120,7 +144,7 @@ def endpoint_for_host(host: str) -> Provider | None:
     return None
 
 
-def provider_for_host(host: str) -> str | None:
+def provider_for_host(host: str) -> ProviderName | None:
     """The provider whose public endpoint ``host`` is, or ``None`` (a self-hosted or unknown host)."""
     p = endpoint_for_host(host)
     return p.name if p is not None else None

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ..providers import is_call_path, provider_for_host
+from ..providers import ProviderName, is_call_path, provider_for_host
+from ..record import Api
 from .anthropic_batch import AnthropicBatches
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, ErrorInfo, Observation, RequestInfo, Route, Usage
@@ -58,11 +59,11 @@ ADAPTERS: dict[str, type[Adapter]] = {a.api: a for a in _ALL}  # by api name
 @dataclass(frozen=True, slots=True)
 class RouteMatch:
     adapter: type[Adapter]
-    provider: str  # the llm_calls.provider of the call
+    provider: ProviderName  # the llm_calls.provider of the call
     model: str = ""  # the model named in the path ('' when the body names it)
 
     @property
-    def api(self) -> str:
+    def api(self) -> Api:
         return self.adapter.api
 
 
@@ -91,11 +92,11 @@ def route(method: str, host: str, path: str, header_names: frozenset[str]) -> Ro
 @dataclass(frozen=True, slots=True)
 class WSRouteMatch:
     adapter: type[WSAdapter]
-    provider: str
+    provider: ProviderName
     model: str = ""  # from the path (an Azure deployment) or the query (?model=, ?deployment=)
 
     @property
-    def api(self) -> str:
+    def api(self) -> Api:
         return self.adapter.api
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, SSEEvent
 from ..durations import parse_duration
-from ..record import FinishReason, cap_message
+from ..providers import ProviderName
+from ..record import Api, FinishReason, Operation, cap_message
 from .timing import ContentClock
 
 MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
@@ -87,16 +88,18 @@ class Route:
     """
 
     path: str
-    providers: frozenset[str | None] | None = None
+    providers: frozenset[ProviderName | None] | None = None
     or_headers: tuple[str, ...] = ()
-    provider: str = ""
+    provider: ProviderName | Literal[""] = ""
     method: str = "POST"
     _rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_rx", re.compile(self.path, re.IGNORECASE))
 
-    def match(self, method: str, path: str, provider: str | None, headers: frozenset[str]) -> re.Match[str] | None:
+    def match(
+        self, method: str, path: str, provider: ProviderName | None, headers: frozenset[str]
+    ) -> re.Match[str] | None:
         if method != self.method:
             return None
         if (
@@ -319,10 +322,10 @@ def error_from_body(obj: Any, status: int = 0) -> ErrorInfo | None:
 class Adapter:
     """Base class: subclasses set ``api``/``operation``/``routes`` and override the hooks they need."""
 
-    api: ClassVar[str] = ""
-    operation: ClassVar[str] = "chat"
+    api: ClassVar[Api] = ""
+    operation: ClassVar[Operation] = "chat"
     routes: ClassVar[tuple[Route, ...]] = ()
-    default_provider: ClassVar[str] = "openai_compatible"  # on a host llmtap does not know
+    default_provider: ClassVar[ProviderName] = "openai_compatible"  # on a host llmtap does not know
     billable: ClassVar[bool] = True  # False: a control call (a batch created or polled), never priced
 
     def framing(self, content_type: str, path: str) -> Framing:

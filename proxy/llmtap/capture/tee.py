@@ -29,7 +29,8 @@ from typing import Any
 from ..adapters import Adapter
 from ..decode import Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
-from ..record import EndKind, Transport
+from ..providers import ProviderName
+from ..record import Api, EndKind, Transport
 
 log = logging.getLogger("llmtap.capture")
 
@@ -87,8 +88,8 @@ class RequestFacts:
     body: bytes
     start_wall: float
     start_mono: float
-    provider: str
-    api: str
+    provider: ProviderName
+    api: Api
     service: str = ""
     attribution: dict[str, str] = field(default_factory=dict)
     api_key_id: str = ""

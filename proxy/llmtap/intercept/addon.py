@@ -36,8 +36,8 @@ from ..adapters import Adapter, route
 from ..capture import Capture, End, RequestFacts
 from ..capture.request import LOOP_PARSE, RequestBody, parse_body
 from ..pipeline import Pipeline
-from ..providers import is_call_path
-from ..record import EndKind
+from ..providers import ProviderName, is_call_path
+from ..record import Api, EndKind
 from .attribution import Fingerprinter, proxy_user, read_attribution, strippable, trace_ids
 from .routing import BASE_URL_HELP, Interception, base_url_target
 from .websocket import WebSockets, is_upgrade
@@ -217,7 +217,7 @@ class LlmTapAddon:
             self._live[flow.id] = flow
 
     def _facts(
-        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], body: bytes, provider: str, api: str
+        self, flow: http.HTTPFlow, headers: list[tuple[str, str]], body: bytes, provider: ProviderName, api: Api
     ) -> RequestFacts:
         req = flow.request
         t0 = flow.metadata.get("llmtap_t0") or (time.time(), time.monotonic())

@@ -27,11 +27,13 @@ from ..adapters import Adapter, WSRouteMatch, route_ws
 from ..capture import Capture, RequestFacts
 from ..capture.tee import ParseErrorHook
 from ..capture.ws import Submit, WSConnection
+from ..providers import ProviderName
+from ..record import Api
 
 _UPGRADE = "llmtap_ws_upgrade"  # (route, facts) between the upgrade request and websocket_start
 _SOCKET = "llmtap_ws"
 
-FactsFor = Callable[[http.HTTPFlow, list[tuple[str, str]], bytes, str, str], RequestFacts]
+FactsFor = Callable[[http.HTTPFlow, list[tuple[str, str]], bytes, ProviderName, Api], RequestFacts]
 
 
 def is_upgrade(flow: http.HTTPFlow) -> bool:
