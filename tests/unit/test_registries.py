@@ -39,3 +39,33 @@ def test_every_host_pattern_has_a_real_name_the_mock_answers_for() -> None:
         for name in [*filter(None, map(providers.plain_name, p.hosts)), *p.examples]:
             assert providers.endpoint_for_host(name) is p, f"{name} is not routed to its own row ({p.name})"
     assert set(HOSTS) <= set(CERT_NAMES)
+
+
+def _modules() -> list[str]:
+    import pkgutil
+
+    import llmtap
+
+    return [
+        m.name
+        for m in pkgutil.walk_packages(llmtap.__path__, "llmtap.")
+        if not m.name.startswith("llmtap.testing") and not m.name.endswith("__main__")
+    ]
+
+
+def test_every_error_llmtap_raises_derives_from_the_one_base() -> None:
+    """As httpx's errors derive from ``httpx.HTTPError``: the CLI prints any of them as one line."""
+    import importlib
+    import inspect
+
+    from llmtap.errors import LlmtapError
+
+    errors = {
+        f"{cls.__module__}.{cls.__qualname__}": cls
+        for name in _modules()
+        for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass)
+        if issubclass(cls, BaseException) and cls.__module__ == name
+    }
+    assert len(errors) >= 15  # the walk found them
+    outside = sorted(n for n, cls in errors.items() if not issubclass(cls, LlmtapError))
+    assert not outside, f"not an LlmtapError: {outside}"

@@ -29,6 +29,7 @@ from typing import Any
 from ..adapters import Adapter
 from ..decode import Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
+from ..errors import LlmtapError
 from ..providers import ProviderName
 from ..record import Api, EndKind, Transport
 
@@ -51,7 +52,7 @@ MAX_DEFERRED_STREAM = 1024 * 1024
 MAX_BUFFERED = 256 * 1024 * 1024  # bytes every JSON body being buffered may hold at once, all calls together
 
 
-class ResponseTooLarge(ValueError):
+class ResponseTooLarge(LlmtapError, ValueError):
     pass
 
 

@@ -8,14 +8,15 @@ import os
 import sys
 
 from ..config import Environment
-from ..errors import StartupError, UsageError
+from ..errors import LlmtapError
 from ..telemetry.logs import setup_logging
 from .parser import build_parser
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     """Exit codes: 0 ok, 1 a finding (``check-cost``: a regression), 2 a usage or start-up error
-    (one line on stderr naming the flag and the fix), 3 ``check-cost`` had nothing to compare.
+    (any :class:`~llmtap.errors.LlmtapError`: one line on stderr naming the flag and the fix),
+    3 ``check-cost`` had nothing to compare.
 
     ``env`` is the process environment (read here, once, when not given)."""
     env = env if env is not None else Environment.read()
@@ -23,7 +24,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     setup_logging(str(args.log_level), args.log_format)
     try:
         return int(args.func(args, env))
-    except (UsageError, StartupError) as e:
+    except LlmtapError as e:
         print(f"llmtap {args.command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `llmtap ... | head`: the reader went away, which is not an error of ours

@@ -158,7 +158,7 @@ class StoreReader:
     def run(self, sql: str, fmt: str, params: dict[str, str] | None = None) -> bytes:
         """A read-only query on the store the command was asked for; failures are one-line usage errors."""
         from ..admin import QueryRefused, Reads
-        from ..store import StoreURLError, open_backend
+        from ..store import open_backend
 
         src = self.source()
         if src.admin is not None:
@@ -178,10 +178,7 @@ class StoreReader:
                 fail(body.decode(errors="replace").strip())
             return body
         assert src.store is not None
-        try:
-            backend = open_backend(src.store, read_url=self.read_store, for_reading=True, limits=self.limits)
-        except StoreURLError as e:
-            fail(str(e))
+        backend = open_backend(src.store, read_url=self.read_store, for_reading=True, limits=self.limits)
         if backend is None:
             fail("--store none has nothing to query")
         try:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..admin.queries import tracked_cost_sql
 from ..config import Environment
+from ..errors import LlmtapError
 from .parser import Commands
 from .query import StoreReader, duration_s, format_table
 
@@ -49,7 +50,7 @@ URLS = {
 _DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
-class ReportError(ValueError):
+class ReportError(LlmtapError, ValueError):
     """The cost report is not one of the shapes llmtap reads."""
 
 
@@ -176,20 +177,17 @@ def compare(billed: Billed, tracked: list[dict[str, Any]]) -> list[dict[str, Any
 
 def cmd_reconcile(args: argparse.Namespace, env: Environment) -> int:
     since = duration_s(args.since, "--since")
-    try:
-        if args.costs:
-            try:
-                doc = json.loads(Path(args.costs).read_text())
-            except (OSError, ValueError) as e:
-                raise ReportError(f"cannot read {args.costs}: {e}") from None
-            billed = PARSERS[args.provider](doc)
-        elif args.admin_key:
-            billed = PARSERS[args.provider](fetch(args.provider, args.admin_key, since, args.costs_url))
-        else:
-            raise ReportError("give the cost report: --costs FILE, or --admin-key KEY to fetch it")
-    except ReportError as e:
-        print(f"llmtap: reconcile: {e}", file=sys.stderr)
-        return 2
+    # A ReportError (an llmtap error: the report cannot be read) is one line and exit 2, in main.
+    if args.costs:
+        try:
+            doc = json.loads(Path(args.costs).read_text())
+        except (OSError, ValueError) as e:
+            raise ReportError(f"cannot read {args.costs}: {e}") from None
+        billed = PARSERS[args.provider](doc)
+    elif args.admin_key:
+        billed = PARSERS[args.provider](fetch(args.provider, args.admin_key, since, args.costs_url))
+    else:
+        raise ReportError("give the cost report: --costs FILE, or --admin-key KEY to fetch it")
     if not billed.usd:
         print(f"llmtap: reconcile: the {args.provider} cost report has no costs in it", file=sys.stderr)
         return NO_DATA

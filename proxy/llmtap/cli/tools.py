@@ -41,14 +41,12 @@ def register(commands: Commands) -> None:
 
 def cmd_run(args: argparse.Namespace, env: Environment) -> int:
     from ..app import run
-    from ..store import StoreURLError
-    from ..telemetry import PriceFileError
 
     cfg = RunConfig.from_flags(args, env)
     library_environment(cfg)
     try:
         return run(cfg)
-    except (StoreURLError, FileNotFoundError, PriceFileError) as e:
+    except FileNotFoundError as e:  # llmtap's own errors (a store URL, a price file, …) are one line in main
         fail(str(e))
 
 

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ..errors import LlmtapError
 from . import rowbinary
 from .readonly import EngineParser, LocalParser, QueryLimits, tagged
 from .schema import DB_NAME_RE, DEFAULT_DB, apply_schema, retention_statement
 
 
-class ClickHouseURLError(ValueError):
+class ClickHouseURLError(LlmtapError, ValueError):
     pass
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..errors import LlmtapError
 from .backend import Backend
 from .readonly import QueryLimits
 from .schema import DEFAULT_DB
 
 
-class StoreURLError(ValueError):
+class StoreURLError(LlmtapError, ValueError):
     pass
 
 
