@@ -45,9 +45,9 @@ from .store.readonly import QueryLimits
 
 @dataclass(frozen=True, slots=True)
 class Otlp:
-    """The ``OTEL_EXPORTER_OTLP_*`` variables llmtap reads itself (the exporter reads the rest)."""
+    """The ``OTEL_EXPORTER_OTLP_*`` variables llmtap reads itself (the exporter reads the rest; the base URL,
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``, is ``--otlp-endpoint``'s fallback: :class:`RunConfig`)."""
 
-    endpoint: str = ""  # OTEL_EXPORTER_OTLP_ENDPOINT: --otlp-endpoint's default
     traces_endpoint: str = ""  # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: wins over a base URL, as the spec says
     protocol: str = "http/protobuf"  # OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL
 
@@ -67,10 +67,9 @@ class Environment:
     command starts) and, typed, the ones llmtap honours besides ``LLMTAP_<FLAG>``."""
 
     variables: Mapping[str, str] = field(default_factory=dict)
-    service_name: str = ""  # OTEL_SERVICE_NAME: --service's default
     otlp: Otlp = field(default_factory=Otlp)
     resource_attributes: dict[str, str] = field(default_factory=dict)  # OTEL_RESOURCE_ATTRIBUTES
-    # Test-only knobs: documented where they are used; none changes what a call's row says.
+    # Test-only knobs (each documented where it is used).
     faults: frozenset[str] = frozenset()  # LLMTAP_FAULT_INJECT=adapter,sink,tee_delay (llmtap.testing.faults)
     fault_tee_delay_s: float = 0.002  # LLMTAP_FAULT_TEE_DELAY_MS
     cache_ttl_s: float | None = None  # LLMTAP_TEST_CACHE_TTL: stands for the providers' 5-minute cache TTL
@@ -92,9 +91,7 @@ class Environment:
         delay, events = _number(v, "LLMTAP_MOCK_DELAY_MS", float), _number(v, "LLMTAP_MOCK_EVENTS", int)
         return cls(
             variables=v,
-            service_name=v.get("OTEL_SERVICE_NAME", ""),
             otlp=Otlp(
-                endpoint=v.get("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
                 traces_endpoint=v.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""),
                 protocol=(v.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or v.get("OTEL_EXPORTER_OTLP_PROTOCOL"))
                 or "http/protobuf",
