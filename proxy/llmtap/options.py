@@ -115,7 +115,7 @@ def connect_to(text: str) -> tuple[Address, Address]:
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """How a field of :class:`RunConfig` is given on the command line (see :func:`option`)."""
+    """How a field of a config type (:class:`llmtap.config.RunConfig`) is given on the command line."""
 
     help: str
     parse: Callable[[str], Any] | None = None  # text → value; None: the text itself
@@ -130,7 +130,7 @@ class Option:
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING, **kw: Any) -> Any:
-    """A :class:`RunConfig` field that is a flag: its default (a value, or ``factory`` for a mutable one)
+    """A config field that is a flag: its default (a value, or ``factory`` for a mutable one)
     and :class:`Option`'s settings. The flag is ``--<field-name>`` unless ``flag`` says otherwise."""
     meta = {"option": Option(help, **kw)}
     if factory is not dataclasses.MISSING:
