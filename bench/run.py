@@ -403,9 +403,11 @@ def main() -> int:
     mock = start_mock(tmp / "mock")
     paths, procs = start_paths(tmp, mock, "" if q else args.litellm)
     results: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
-    from llmtap.intercept.mitm import EVENT_LOOP, event_loop_factory
+    from llmtap.config import Environment
+    from llmtap.intercept.mitm import event_loop_factory
 
-    results["loop"] = "uvloop" if event_loop_factory(EVENT_LOOP) is not None else "asyncio"  # what the workers run
+    loop = event_loop_factory(Environment.read().event_loop)
+    results["loop"] = "uvloop" if loop is not None else "asyncio"  # what the sidecars run on
     try:
         results |= measure(paths, q, args.profile)
     finally:

@@ -12,21 +12,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboards"))  # t
 
 from helpers import Mock, Sidecar, start_mock, start_sidecar, stop
 
-# Markers follow the layout: tests/e2e start real processes (e2e), the viewer's run a browser too.
+# Markers are declared in the test files (``pytestmark``); the layout's rule is checked here: tests/e2e
+# start real processes (e2e), and slow and browser tests run with the e2e suite.
 _E2E = Path(__file__).parent / "e2e"
-_BROWSER = {"test_viewer.py", "test_viewer_pages.py"}
-_SLOW = {"test_bench.py", "test_demo.py", "test_dashboards.py"}  # slow ones run with the e2e suite
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = []
     for item in items:
-        path = Path(str(item.fspath))
-        if _E2E in path.parents or path.name in _SLOW:
-            item.add_marker(pytest.mark.e2e)
-        if path.name in _BROWSER:
-            item.add_marker(pytest.mark.browser)
-        if path.name in _SLOW:
-            item.add_marker(pytest.mark.slow)
+        marks = {m.name for m in item.iter_markers()}
+        if (_E2E in Path(str(item.fspath)).parents or marks & {"slow", "browser"}) and "e2e" not in marks:
+            unmarked.append(item.nodeid)
+    if unmarked:
+        raise pytest.UsageError(f"mark these e2e (pytestmark = pytest.mark.e2e in the file): {', '.join(unmarked[:5])}")
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import signal
 import socket
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,14 @@ from .admin import AdminAuth, AdminServer, AdminState, Reads, install_token
 from .capture import TokenEstimator
 from .capture.batch import BatchExpander
 from .capture.recorder import AdapterFactory, Recorder
-from .durations import parse_duration
+from .config import Environment, RunConfig
+from .errors import ConfigError, StartupError
 from .intercept.attribution import Fingerprinter
 from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
 from .intercept.worker import WorkerSettings
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
-from .startup import DataDirLock, StartupError, bind_listener, check_port, prepare_data_dir, store_id
+from .startup import DataDirLock, bind_listener, check_port, prepare_data_dir, store_id
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.engine import INGEST_INTERVAL_S, INGEST_ROWS, EngineClient
 from .store.spool import Spool, json_line_converter
@@ -50,43 +50,6 @@ from .workers import Workers, default_workers
 
 log = logging.getLogger("llmtap")
 READ_FLUSH_S = 30.0  # a read first waits for what the writer holds (an engine started on demand takes seconds)
-
-
-@dataclass
-class RunConfig:
-    listen: tuple[str, int]
-    admin: tuple[str, int]
-    data_dir: Path
-    store: str
-    read_store: str = ""  # credentials for every read of a clickhouse:// store (SELECT-only user)
-    intercept: list[str] = field(default_factory=list)
-    upstream_ca: Path | None = None
-    connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
-    service: str = ""
-    proxy_auth: str = ""
-    allow_open_proxy: bool = False
-    admin_token: str = ""  # explicit (--admin-token); else the install's <data-dir>/admin-token
-    admin_allowed_hosts: list[str] = field(default_factory=list)
-    otlp_endpoint: str = ""
-    capture_content: bool = False
-    prices: Path | None = None
-    content_retention_days: int = 7
-    traces_retention_days: int = 0
-    calls_retention_days: int = 0
-    spool_max_mb: int = 1024
-    max_client_connections: int = 4096
-    client_header_timeout: float = 30.0
-    drain_timeout: float = 30.0  # SIGTERM/SIGINT: seconds in-flight calls get to finish
-    alert_webhook: str = ""
-    alert_interval_s: float = 60.0
-    grafana_url: str = ""
-    workers: int = 0  # proxy processes; 0: one per usable core (workers.default_workers)
-    log_level: str = "info"
-    log_format: str = "text"
-
-
-class ConfigError(StartupError):
-    pass
 
 
 def is_loopback(host: str) -> bool:
@@ -131,15 +94,6 @@ def check_exposure(cfg: RunConfig) -> None:
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:
         raise ConfigError(f"refusing to expose the admin API on {cfg.admin[0]} without --admin-token")
-
-
-def resource_attributes() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
-        k, sep, v = part.partition("=")
-        if sep and k.strip():
-            out[k.strip()] = v.strip()
-    return out
 
 
 @dataclass
@@ -199,13 +153,13 @@ class Sidecar:
         return AdminState(self.metrics, self.reads(), self.health, auth, self.cfg.grafana_url)
 
 
-def _faults() -> tuple[AdapterFactory | None, list[RecordSink]]:
+def _faults(env: Environment) -> tuple[AdapterFactory | None, list[RecordSink]]:
     """``LLMTAP_FAULT_INJECT``: the chaos tests' faults, from the testing wing, only when asked for."""
-    if not os.environ.get("LLMTAP_FAULT_INJECT"):
+    if not env.faults:
         return None, []
     from .testing import faults
 
-    return faults.adapter_factory(), faults.sinks()
+    return faults.adapter_factory(env.faults, env.fault_tee_delay_s), faults.sinks(env.faults)
 
 
 def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list[Enricher], list[Expander]]:
@@ -215,8 +169,8 @@ def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list
     pricer = Pricer(prices, on_lookup=lambda result: metrics.price_lookups.labels(result).inc())
     pricer.warm()
     cache = CacheMissAnalyzer(pricer.cache_read_saving)
-    if os.environ.get("LLMTAP_TEST_CACHE_TTL"):
-        cache.ttl_5m_s = parse_duration(os.environ["LLMTAP_TEST_CACHE_TTL"])
+    if cfg.env.cache_ttl_s is not None:
+        cache.ttl_5m_s = cfg.env.cache_ttl_s
         cache.ttl_1h_s = cache.ttl_5m_s * 12
     enrichers: list[Enricher] = [pricer, RetryDetector(), cache]
     if cfg.capture_content:
@@ -245,7 +199,7 @@ def build(cfg: RunConfig) -> Sidecar:
 
 
 def _build(cfg: RunConfig) -> Sidecar:
-    otlp = cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    otlp = cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint
     if cfg.store.strip().lower() == "none" and not otlp:
         raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
     prices = load_price_file(cfg.prices) if cfg.prices else []
@@ -259,7 +213,7 @@ def _build(cfg: RunConfig) -> Sidecar:
         "otel_traces": cfg.traces_retention_days,
         "llm_calls": cfg.calls_retention_days,
     }
-    backend = open_backend(cfg.store, retention, cfg.read_store, engine_process=True)
+    backend = open_backend(cfg.store, retention, cfg.read_store, limits=cfg.env.query_limits, engine_process=True)
     try:
         return _assemble(cfg, metrics, backend, prices, upstream)
     except BaseException:
@@ -271,8 +225,8 @@ def _build(cfg: RunConfig) -> Sidecar:
 def _assemble(
     cfg: RunConfig, metrics: Metrics, backend: Backend | None, prices: list[Any], upstream: Path | None
 ) -> Sidecar:
-    resource = resource_attributes()
-    make_adapter, fault_sinks = _faults()
+    resource = dict(cfg.env.resource_attributes)
+    make_adapter, fault_sinks = _faults(cfg.env)
     sinks: list[RecordSink] = [*fault_sinks]
     writer: StoreWriter | None = None
     if backend is not None:
@@ -298,12 +252,12 @@ def _assemble(
         )
         sinks.append(StoreSink(writer, resource))
     sinks += [MetricsSink(metrics), LogSink()]
-    if cfg.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    if cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint:
         from .telemetry.spans import SpanSink, otlp_exporter
 
-        sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None), resource))
+        sinks.append(SpanSink(otlp_exporter(cfg.otlp_endpoint or None, cfg.env.otlp), resource))
     enrichers, expanders = _analysis(cfg, metrics, prices)
-    pipeline = Pipeline(metrics, TokenEstimator(cfg.data_dir / "tiktoken"), sinks, enrichers, expanders=expanders)
+    pipeline = Pipeline(metrics, TokenEstimator(cfg.tiktoken_cache), sinks, enrichers, expanders=expanders)
 
     def parse_error(api: str, e: BaseException) -> None:
         metrics.parse_errors.labels(api).inc()
@@ -315,8 +269,6 @@ def _assemble(
 
 
 def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings:
-    from .intercept.mitm import EVENT_LOOP
-
     return WorkerSettings(
         index=0,
         listen=cfg.listen,
@@ -332,7 +284,7 @@ def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings
         admin=cfg.admin,
         log_level=cfg.log_level,
         log_format=cfg.log_format,
-        event_loop=EVENT_LOOP,
+        event_loop=cfg.env.event_loop,
     )
 
 

@@ -21,6 +21,7 @@ import marshal
 import struct
 from typing import Any, NamedTuple
 
+from .providers import ProviderName
 from .record import EndKind
 
 MAX_REQUEST_BODY = 32 * 1024 * 1024  # request bytes the recorder parses; beyond, only counted and hashed
@@ -64,7 +65,7 @@ class Request(NamedTuple):
     body_size: int
     body_hash: str
     over: bool
-    provider: str
+    provider: ProviderName
     adapter: str  # the adapter class's name (``llmtap.adapters``), or the WebSocket adapter's for an upgrade
     model: str  # the model named in the path ('' when the body names it)
     proxy_user: str  # the service the proxy URL's user names ('' none)

@@ -11,17 +11,44 @@ Coding agents also talk to plan endpoints on hosts that serve much more than an 
 every other request to the host passes through untouched and unrecorded (mitmproxy's
 ``allow_hosts`` decides per host, so the host itself is decrypted). ``plan`` marks endpoints
 only a subscription reaches (``billing = subscription``).
+
+A host pattern that is not a plain name (``[a-z0-9-]+.openai.azure.com``) comes with an
+``examples`` host that it matches: the mock provider answers for every plain name and example
+(:func:`known_hosts`), so a provider added here is served by the mock without another list.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+# The ``provider`` vocabulary: one name per row of PROVIDERS below (mypy checks each row's name is one of
+# these; tests/unit/test_registries.py that each of these has a row). docs/providers.md lists them,
+# generated from the table (python -m llmtap.store.reference).
+ProviderName = Literal[
+    "openai",
+    "azure.ai.openai",
+    "anthropic",
+    "gcp.gemini",
+    "gcp.vertex_ai",
+    "aws.bedrock",
+    "openrouter",
+    "groq",
+    "deepseek",
+    "mistral_ai",
+    "x_ai",
+    "github_copilot",
+    "ollama",
+    "vllm",
+    "openai_compatible",
+]
+PROVIDER_NAMES: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    name: str  # llm_calls.provider
+    name: ProviderName  # llm_calls.provider
     hosts: tuple[str, ...] = ()  # regexes over the lower-case host name (no port)
     genai_prices_id: str | None = None  # the provider's id in genai-prices (None: see by_model, self_hosted)
     base_url_prefix: str = ""  # base-URL mode: http://<sidecar>/<prefix>/... → https://<base_url_host>/...
@@ -30,6 +57,8 @@ class Provider:
     plan: bool = False  # a plan-only endpoint: its calls are billed to a subscription
     by_model: bool = False  # priced by the model name alone, at its API list price (resellers, gateways)
     self_hosted: bool = False  # a server of one's own: no list price (price files only)
+    examples: tuple[str, ...] = ()  # a real host name for each pattern of ``hosts`` that is not a plain name
+    note: str = ""  # for docs/providers.md
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -42,6 +71,7 @@ PROVIDERS: tuple[Provider, ...] = (
             r"[a-z0-9-]+\.cognitiveservices\.azure\.com",
         ),
         "azure",
+        examples=("myres.openai.azure.com", "myres.services.ai.azure.com", "myres.cognitiveservices.azure.com"),
     ),
     Provider("anthropic", (r"api\.anthropic\.com",), "anthropic", "anthropic", "api.anthropic.com"),
     Provider(
@@ -57,11 +87,13 @@ PROVIDERS: tuple[Provider, ...] = (
         "google",
         "vertex",
         "aiplatform.googleapis.com",
+        examples=("us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com"),
     ),
     Provider(
         "aws.bedrock",
         (r"bedrock-runtime(-fips)?\.[a-z0-9-]+\.amazonaws\.com", r"bedrock-mantle\.[a-z0-9-]+\.api\.aws"),
         "aws",
+        examples=("bedrock-runtime.us-east-1.amazonaws.com", "bedrock-mantle.us-east-1.api.aws"),
     ),
     Provider("openrouter", (r"openrouter\.ai",), "openrouter", "openrouter", "openrouter.ai"),
     Provider("groq", (r"api\.groq\.com",), "groq", "groq", "api.groq.com"),
@@ -75,6 +107,7 @@ PROVIDERS: tuple[Provider, ...] = (
         (r"api\.githubcopilot\.com", r"api\.[a-z0-9-]+\.githubcopilot\.com"),
         plan=True,
         by_model=True,
+        examples=("api.individual.githubcopilot.com",),
     ),
     # Coding-agent plan endpoints on hosts that serve more than the API (see the module doc).
     Provider("openai", (r"chatgpt\.com",), "openai", paths=(r"^/backend-api/codex/responses$",), plan=True),
@@ -86,10 +119,10 @@ PROVIDERS: tuple[Provider, ...] = (
         plan=True,
     ),
     # Self-hosted servers (reached with --intercept): named by the API they speak.
-    Provider("ollama", self_hosted=True),
-    Provider("vllm", self_hosted=True),
+    Provider("ollama", self_hosted=True, note="Ollama's native API (`/api/chat`, `/api/generate`)"),
+    Provider("vllm", self_hosted=True, note="a name for price files: calls to a vLLM server are `openai_compatible`"),
     # Any other host reached with --intercept (a gateway, a proxy): priced by the model it answers with.
-    Provider("openai_compatible", by_model=True),
+    Provider("openai_compatible", by_model=True, note="the OpenAI APIs on other hosts (vLLM, Ollama `/v1`, gateways)"),
 )
 BY_NAME: dict[str, Provider] = {}
 for _p in PROVIDERS:
@@ -111,7 +144,7 @@ def endpoint_for_host(host: str) -> Provider | None:
     return None
 
 
-def provider_for_host(host: str) -> str | None:
+def provider_for_host(host: str) -> ProviderName | None:
     """The provider whose public endpoint ``host`` is, or ``None`` (a self-hosted or unknown host)."""
     p = endpoint_for_host(host)
     return p.name if p is not None else None
@@ -131,6 +164,22 @@ def is_plan_endpoint(host: str) -> bool:
     """Calls to ``host`` are billed to a plan (Copilot, ChatGPT-plan Codex, Gemini Code Assist)."""
     p = endpoint_for_host(host)
     return p is not None and p.plan
+
+
+def plain_name(pattern: str) -> str | None:
+    """The host a pattern names when it is a plain name (escaped dots only), else None."""
+    name = pattern.replace(r"\.", ".")
+    return None if re.search(r"[\\\[\](){}?*+|^$]", name) else name
+
+
+def known_hosts() -> list[str]:
+    """A real host name for every host pattern, in table order: the plain names and the examples."""
+    out: list[str] = []
+    for p in PROVIDERS:
+        for name in [*filter(None, map(plain_name, p.hosts)), *p.examples]:
+            if name not in out:
+                out.append(name)
+    return out
 
 
 def host_patterns() -> list[str]:

@@ -5,7 +5,8 @@ Unknown values are ``None`` (NULL), never 0. Token counts follow OTel semantics:
 
 The closed vocabularies of the contract (``../shared/DESIGN.md``) are ``Literal`` types
 here, once, so that mypy catches a typo anywhere a value is written; the tuples beside
-them are the same sets at run time.
+them are the same sets at run time. The ``provider`` vocabulary is the provider table's
+(:data:`llmtap.providers.ProviderName`: a row per name).
 """
 
 from __future__ import annotations
@@ -13,6 +14,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from .providers import PROVIDER_NAMES, ProviderName
+
+Api = Literal[
+    "openai.chat_completions",
+    "openai.responses",
+    "openai.completions",
+    "openai.embeddings",
+    "openai.realtime",
+    "openai.batches",
+    "openai.files",
+    "anthropic.messages",
+    "anthropic.message_batches",
+    "gemini.generate_content",
+    "bedrock.converse",
+    "bedrock.invoke",
+    "ollama.chat",
+    "ollama.generate",
+    "",
+]
+"""The wire API (one per adapter, :mod:`llmtap.adapters`); ``''``: a request on an intercepted host that no
+adapter speaks for (not an LLM call)."""
+Operation = Literal["chat", "text_completion", "embeddings", "generate_content", "batch", ""]
+"""The GenAI operation (``gen_ai.operation.name``): what the API does; ``batch`` for the batch APIs' own calls
+(create, poll, results download), ``''`` for an unknown API."""
 Outcome = Literal["ok", "error", "cancelled"]
 ErrorType = Literal[
     "",
@@ -40,12 +65,15 @@ EndKind = Literal["complete", "client_disconnected", "upstream_error", "sidecar_
 """How a call's transport ended: the response completed, the client went away, the upstream
 failed (reset, timeout, protocol error), or the sidecar cut it at the end of its drain."""
 
+APIS: tuple[Api, ...] = get_args(Api)
+OPERATIONS: tuple[Operation, ...] = get_args(Operation)
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
 FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
 USAGE_SOURCES: tuple[UsageSource, ...] = get_args(UsageSource)
 TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
 BILLINGS: tuple[Billing, ...] = get_args(Billing)
+PROVIDERS: tuple[ProviderName, ...] = PROVIDER_NAMES
 CACHE_MISS_REASONS: tuple[CacheMissReason, ...] = get_args(CacheMissReason)
 
 ERROR_MESSAGE_CAP = 1000
@@ -62,9 +90,9 @@ class CallRecord:
     trace_id: str = ""
     span_id: str = ""
     service: str = ""
-    provider: str = ""
-    api: str = ""
-    operation: str = ""
+    provider: ProviderName | Literal[""] = ""  # '' only before a call is routed
+    api: Api = ""
+    operation: Operation = ""
     server_address: str = ""
     server_port: int = 443
     request_model: str = ""

@@ -27,11 +27,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .errors import StartupError
+
 LOCK_NAME = "llmtap.lock"
-
-
-class StartupError(ValueError):
-    """A configuration the sidecar cannot start with: one line, naming the flag and the fix."""
 
 
 def die_with_parent() -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # slow: runs with the e2e suite
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -17,6 +17,12 @@ def test_the_page_is_what_the_generator_writes() -> None:
     assert page == reference.render(), "docs/columns.md is stale: run python -m llmtap.store.reference"
 
 
+def test_the_provider_values_on_providers_md_are_what_the_generator_writes() -> None:
+    page = (ROOT / "docs" / "providers.md").read_text()
+    assert reference.BEGIN in page and reference.END in page
+    assert page == reference.providers_page(), "docs/providers.md is stale: run python -m llmtap.store.reference"
+
+
 def test_every_column_has_a_meaning_and_every_meaning_a_column() -> None:
     cols = reference.table_columns()
     words = tomllib.loads((ROOT / "collector" / "columns.toml").read_text())

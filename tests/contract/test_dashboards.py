@@ -20,6 +20,8 @@ from llmtap.admin.queries import RULES
 from llmtap.store.embedded import ChdbBackend
 from llmtap.testing import synthetic
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # slow: runs with the e2e suite
+
 ROOT = Path(__file__).resolve().parents[2]
 NOW = time.time()
 

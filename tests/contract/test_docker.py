@@ -152,16 +152,7 @@ def test_the_image_wheel_holds_the_schema_dashboards_and_viewer(wheel: zipfile.Z
 def _env_names_the_cli_reads(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     from llmtap.cli import parser
 
-    seen: set[str] = set()
-    original = parser.env
-
-    def recording(flag: str, default: Any = None) -> Any:
-        seen.add("LLMTAP_" + flag.upper().replace("-", "_"))
-        return original(flag, default)
-
-    monkeypatch.setattr(parser, "env", recording)
-    parser.build_parser()
-    return seen
+    return set(parser.build_parser().env_vars)
 
 
 def _substitute(value: Any) -> Any:
@@ -176,7 +167,8 @@ def _substitute(value: Any) -> Any:
 
 def test_compose_services_run_the_image_with_flags_and_env_the_cli_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmtap.app import RunConfig, check_exposure
-    from llmtap.cli.parser import addr, build_parser
+    from llmtap.cli.parser import build_parser
+    from llmtap.config import Environment
 
     read = _env_names_the_cli_reads(monkeypatch)
     image = image_env()
@@ -189,24 +181,21 @@ def test_compose_services_run_the_image_with_flags_and_env_the_cli_reads(monkeyp
         assert not unknown, f"{name}: llmtap reads no {unknown}"
         for k, v in {**image, **env}.items():
             monkeypatch.setenv(k, v)
-        args = build_parser().parse_args(_substitute(svc["command"]))  # the image's ENTRYPOINT is llmtap
+        environment = Environment.read()
+        args = build_parser(environment).parse_args(_substitute(svc["command"]))  # the image's ENTRYPOINT is llmtap
         for k in {**image, **env}:
             monkeypatch.delenv(k)
         if args.command == "run":
-            cfg = RunConfig(
-                listen=addr(args.listen, "--listen"),
-                admin=addr(args.admin, "--admin"),
-                data_dir=Path(args.data_dir),
-                store=args.store or "",
-                admin_token="from-file" if args.admin_token_file else args.admin_token,
-                allow_open_proxy=args.allow_open_proxy,
-            )
+            secret, args.admin_token_file = args.admin_token_file, None  # a container secret: not on this machine
+            cfg = RunConfig.from_flags(args, environment)
+            if secret:
+                cfg.admin_token = "from-file"
             check_exposure(cfg)  # the service would start (a public admin port has its token)
             assert str(cfg.data_dir) == "/data" and any(v.split(":")[1] == "/data" for v in svc["volumes"])
             ports = {p.rsplit(":", 1)[1] for p in svc.get("ports", [])}
             assert ports <= {str(cfg.listen[1]), str(cfg.admin[1])}
-            if args.admin_token_file:
-                secret = args.admin_token_file.removeprefix("/run/secrets/")
+            if secret:
+                secret = secret.removeprefix("/run/secrets/")
                 assert secret in svc["secrets"] and secret in COMPOSE["secrets"]
         if args.command == "schema":
             from llmtap.store.clickhouse import parse_url
@@ -239,7 +228,8 @@ def test_the_documented_docker_run_starts_in_the_image(monkeypatch: pytest.Monke
     import shlex
 
     from llmtap.app import RunConfig, check_exposure
-    from llmtap.cli.parser import addr, build_parser
+    from llmtap.cli.parser import build_parser
+    from llmtap.config import Environment
 
     doc = (ROOT / "docs" / "deploy.md").read_text()
     block = doc.split("## `docker run`", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
@@ -256,15 +246,8 @@ def test_the_documented_docker_run_starts_in_the_image(monkeypatch: pytest.Monke
     assert any(v.endswith(":" + env["LLMTAP_DATA_DIR"]) for v in volumes)  # the data dir is the volume
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    args = build_parser().parse_args(command)
-    cfg = RunConfig(
-        listen=addr(args.listen, "--listen"),
-        admin=addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir),
-        store=args.store or "",
-        admin_token=args.admin_token,
-        allow_open_proxy=args.allow_open_proxy,
-    )
+    environment = Environment.read()
+    cfg = RunConfig.from_flags(build_parser(environment).parse_args(command), environment)
     check_exposure(cfg)
     published = {p.rsplit(":", 1)[1] for i, f in enumerate(flags) if f == "-p" for p in [flags[i + 1]]}
     assert published == {str(cfg.listen[1]), str(cfg.admin[1])}

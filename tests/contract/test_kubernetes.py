@@ -36,24 +36,18 @@ def test_the_sidecar_is_a_native_sidecar_started_before_the_app_and_drained_in_t
 def test_the_sidecar_flags_are_ones_llmtap_reads_and_it_would_start(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmtap.app import RunConfig, check_exposure
     from llmtap.cli import parser
+    from llmtap.config import Environment
 
-    seen: set[str] = set()
-    original = parser.env
-    monkeypatch.setattr(parser, "env", lambda flag, default=None: seen.add(flag) or original(flag, default))
     values = env(SIDECAR)
     pw = "s3cret"
     for k, v in values.items():
         monkeypatch.setenv(k, v.replace("$(CLICKHOUSE_PASSWORD)", pw))
-    args = parser.build_parser().parse_args(SIDECAR["args"])
-    read = {"LLMTAP_" + f.upper().replace("-", "_") for f in seen}
+    environment = Environment.read()
+    built = parser.build_parser(environment)
+    args = built.parse_args(SIDECAR["args"])
+    read = set(built.env_vars)
     assert {k for k in values if k.startswith("LLMTAP_")} <= read
-    cfg = RunConfig(
-        listen=parser.addr(args.listen, "--listen"),
-        admin=parser.addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir or "/data"),
-        store=args.store,
-        admin_token=args.admin_token,
-    )
+    cfg = RunConfig.from_flags(args, environment)
     check_exposure(cfg)  # loopback proxy; the admin port beyond loopback has its token
     assert cfg.listen == ("127.0.0.1", 8080)
     from llmtap.store.clickhouse import parse_url

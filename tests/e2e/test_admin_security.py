@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import LLMTAP, Mock, Sidecar, session_id, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 PLANTED_ENV = "sk-proj-PlantedEnvSecret0123456789abcdefABCDEF"
 PLANTED_ARGV = "PlantedArgvPass9876"

@@ -20,7 +20,7 @@ import pytest
 import requests
 from helpers import Mock, Sidecar, session_id
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def client(sc: Sidecar) -> requests.Session:

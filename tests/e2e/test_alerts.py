@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers import LLMTAP, Mock, Sidecar, free_port, openai_client, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 INTERVAL = 4.0
 
 

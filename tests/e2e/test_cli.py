@@ -12,7 +12,7 @@ import openai
 import pytest
 from helpers import LLMTAP, Sidecar, free_port, session_id, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import LLMTAP, Sidecar, session_id
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 BODY = (
     '{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},'
     '"messages":[{"role":"user","content":"hi"}]}'

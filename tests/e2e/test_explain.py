@@ -19,7 +19,7 @@ from helpers import LLMTAP, ClickHouseHTTP, Sidecar, free_port, start_sidecar, s
 
 from llmtap.testing import scenarios
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

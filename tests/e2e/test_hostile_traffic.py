@@ -24,7 +24,7 @@ from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import request
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 CHAT = "/v1/chat/completions"
 RSS_BUDGET = 300 << 20
 STALL_BUDGET_S = 0.100

@@ -24,6 +24,7 @@ NODE = shutil.which("node")
 NPM = shutil.which("npm")
 HERE = Path(__file__).resolve().parents[1] / "node"
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.timeout(300),
     pytest.mark.skipif(not (NODE and NPM), reason="node and npm are needed (apt-get install nodejs npm)"),
 ]

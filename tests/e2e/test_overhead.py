@@ -11,7 +11,7 @@ import pytest
 from helpers import Mock, OtlpReceiver, Sidecar, openai_client, session_id, start_sidecar, stop
 from prometheus_client.parser import text_string_to_metric_families
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 EVENTS = 10  # content events per stream (the mock adds a role chunk, a finish chunk, usage and [DONE])
 TEE_DELAY_MS = 10  # injected before each event the tee hands to the adapter

@@ -12,7 +12,7 @@ from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import request
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def via(sc: Sidecar, host: str, path: str, body: dict[str, Any], scenario: str = "", **hdrs: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 from prometheus_client.parser import text_string_to_metric_families
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 def connect_status(sc: Sidecar, target: str) -> int:

@@ -20,7 +20,7 @@ import openai
 import pytest
 from helpers import LLMTAP, Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 DEFAULT_ADMIN_PORT = 9464  # llmtap's documented default (cli/parser.py DEFAULT_ADMIN)
 
 

@@ -19,7 +19,7 @@ from helpers import LLMTAP, Mock, Sidecar, openai_client, session_id, start_side
 
 from llmtap.testing.mock.billing import OPENAI_PAGES
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

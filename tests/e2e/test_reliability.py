@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from llmtap.testing.mock import GARBAGE
 from llmtap.testing.rawclient import ProxyRefused, request, tls_socket
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 CHAT = "/v1/chat/completions"
 
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 from helpers import Sidecar, session_id
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def send(sid: str, body_tag: str, fail: bool) -> None:

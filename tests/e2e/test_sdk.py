@@ -16,7 +16,7 @@ from genai_prices import Usage as GPUsage
 from genai_prices import calc_price
 from helpers import Sidecar, session_id
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 MESSAGES = [{"role": "user", "content": "Say something about foxes."}]
 

@@ -19,7 +19,7 @@ from secrets_corpus import SHAPES, TEXT
 
 from llmtap.testing.rawclient import request
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

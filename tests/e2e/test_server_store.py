@@ -28,7 +28,7 @@ from helpers import LLMTAP, ClickHouseHTTP, Mock, Sidecar, free_port, openai_cli
 
 from llmtap.admin.viewer import load_dashboards
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 REAL_CH = os.environ.get("LLMTAP_TEST_CLICKHOUSE_URL", "")
 
 

@@ -27,7 +27,7 @@ from helpers import LLMTAP, Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import tls_socket
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 URL = "https://api.openai.com/v1/chat/completions"
 
 

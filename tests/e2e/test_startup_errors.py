@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import LLMTAP, Sidecar, free_port
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

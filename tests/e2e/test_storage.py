@@ -36,7 +36,7 @@ from helpers import (
 from llmtap.store import SCHEMA_VERSION
 from llmtap.telemetry.semconv import es6_number
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 REAL_CH = os.environ.get("LLMTAP_TEST_CLICKHOUSE_URL", "")
 
 

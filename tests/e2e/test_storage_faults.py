@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import ClickHouseHTTP, Mock, Sidecar, free_port, openai_client, start_sidecar, stop
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 def health(sc: Sidecar) -> dict[str, object]:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from llmtap.testing.rawclient import request
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 PLANTED = "sk-PLANTEDsecret0123456789abcdefXYZ"  # must never be found anywhere llmtap writes
 PRICES = """

@@ -19,7 +19,7 @@ if not Path(CHROMIUM).exists():
         raise RuntimeError("CI needs Debian's chromium: .ci/run installs it (apt-get install chromium)")
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from helpers import Mock, Sidecar, session_id
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 PACE_MS = 40  # the mock's gap before every server event
 

@@ -11,7 +11,7 @@ from helpers import Mock, Sidecar, session_id, start_sidecar, stop
 
 from llmtap.testing.rawclient import request, tls_socket
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 CASES = [
     (

@@ -24,7 +24,7 @@ from helpers import Mock, Sidecar, openai_client, session_id, start_sidecar, sto
 
 from llmtap.testing.harness import free_port
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 URL = "https://api.openai.com/v1/chat/completions"
 
 

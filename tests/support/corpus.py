@@ -1,26 +1,20 @@
 """Replay a recorded real provider response (tests/corpus, see PROVENANCE.md) through the capture.
 
-The recording's bytes go through :class:`llmtap.capture.Capture` exactly as the proxy's tee
-hands them over, cut where the provider's frames end (or at any other points), and
-:func:`llmtap.capture.build` makes the row. Tests assert that row against values read off the
-recording by hand.
+The recording's bytes go through the capture exactly as the proxy's tee hands them over
+(:mod:`llmtap.testing.builders`), cut where the provider's frames end (or at any other points),
+and the worker makes the row. Tests assert that row against values read off the recording by hand.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
-from llmtap.adapters import route
-from llmtap.capture import Capture, End, RequestFacts, build
-from llmtap.capture.estimate import TokenEstimator
 from llmtap.record import CallRecord
+from llmtap.testing import builders
 from llmtap.testing.mock import replay
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
 
 
 def recording(name: str) -> replay.Recording:
@@ -49,38 +43,12 @@ def replay_row(
     rec = recording(name)
     host = host or rec.host
     path = path or rec.path
-    match = route("POST", host, path, frozenset(request_headers))
-    assert match is not None, f"{host}{path} is not routed"
-    raw_body = json.dumps(rec.request).encode() if rec.request is not None else b""
-    now = time.monotonic()
-    facts = RequestFacts(
-        method="POST",
-        host=host,
-        port=443,
-        path=path,
-        headers=[],
-        body=raw_body,
-        start_wall=time.time(),
-        start_mono=now,
-        provider=match.provider,
-        api=match.api,
-        trace_id="a" * 32,
-        span_id="b" * 16,
-    )
-    cap = Capture(facts, match.adapter())
-    if match.model and not cap.adapter.req.model:
-        cap.adapter.req.model = match.model
-    cap.on_response_headers(rec.status, list(rec.headers), now + 0.001)
-    if cuts is None:
-        pieces = replay.frames(rec)
-    else:
-        data = rec.body
-        points = sorted({c % (len(data) + 1) for c in cuts})
-        pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-    for piece in pieces:
-        assert cap.tee(piece) == piece
-    cap.tee(b"")
-    record, _ = build(cap, End(end_kind, time.monotonic()), OFFLINE)  # type: ignore[arg-type]
+    pieces = replay.frames(rec) if cuts is None else builders.split(rec.body, cuts)
+    body = rec.request if rec.request is not None else b""
+    record = builders.record(
+        path, body, rec.status, rec.headers, pieces,
+        host=host, request_headers=request_headers, after=0.001, end=end_kind,  # type: ignore[arg-type]
+    )  # fmt: skip
     assert not record.parse_error, record.parse_error
     return record
 

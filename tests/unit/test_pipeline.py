@@ -8,12 +8,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from llmtap.adapters import route
-from llmtap.capture import Capture, End, RequestFacts
+from llmtap.capture import Capture, End
 from llmtap.capture.batch import BatchExpander
 from llmtap.pipeline import Pipeline
 from llmtap.record import CallRecord
 from llmtap.telemetry import Metrics, Pricer
+from llmtap.testing import builders
 from llmtap.testing.mock import batches
 
 
@@ -49,15 +49,8 @@ def results_download() -> Capture:
     path = f"/v1/messages/batches/{json.loads(b''.join(created.chunks))['id']}/results"
     reply = batches.anthropic_batches("GET", path, {})
     assert reply is not None
-    match = route("GET", "api.anthropic.com", path, frozenset({"anthropic-version"}))
-    assert match is not None
-    now = time.monotonic()
-    facts = RequestFacts("GET", "api.anthropic.com", 443, path, [], b"", time.time(), now, match.provider, match.api)
-    cap = Capture(facts, match.adapter())
-    cap.on_response_headers(200, list(reply.headers), now)
-    cap.tee(b"".join(reply.chunks))
-    cap.tee(b"")
-    return cap
+    cap = builders.capture(path, host="api.anthropic.com", method="GET", request_headers=("anthropic-version",))
+    return builders.respond(cap, 200, reply.headers, [b"".join(reply.chunks)])
 
 
 def test_items_go_through_enrichers_and_sinks_and_failures_are_contained() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ..providers import is_call_path, provider_for_host
+from ..providers import ProviderName, is_call_path, provider_for_host
+from ..record import Api
 from .anthropic_batch import AnthropicBatches
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, ErrorInfo, Observation, RequestInfo, Route, Usage
@@ -27,7 +28,8 @@ from .openai_embeddings import OpenAIEmbeddings
 from .openai_realtime import OpenAIRealtime, RealtimeResponse
 from .openai_responses import OpenAIResponses
 from .openai_responses_ws import OpenAIResponsesWS
-from .websocket import Turn, WSAdapter, query_param
+from .websocket import Turn, WSAdapter
+from .websocket import query_param as _query_param
 
 # Order matters where paths overlap: the first match wins.
 REGISTRY: tuple[type[Adapter], ...] = (
@@ -57,11 +59,11 @@ ADAPTERS: dict[str, type[Adapter]] = {a.api: a for a in _ALL}  # by api name
 @dataclass(frozen=True, slots=True)
 class RouteMatch:
     adapter: type[Adapter]
-    provider: str  # the llm_calls.provider of the call
+    provider: ProviderName  # the llm_calls.provider of the call
     model: str = ""  # the model named in the path ('' when the body names it)
 
     @property
-    def api(self) -> str:
+    def api(self) -> Api:
         return self.adapter.api
 
 
@@ -90,11 +92,11 @@ def route(method: str, host: str, path: str, header_names: frozenset[str]) -> Ro
 @dataclass(frozen=True, slots=True)
 class WSRouteMatch:
     adapter: type[WSAdapter]
-    provider: str
+    provider: ProviderName
     model: str = ""  # from the path (an Azure deployment) or the query (?model=, ?deployment=)
 
     @property
-    def api(self) -> str:
+    def api(self) -> Api:
         return self.adapter.api
 
 
@@ -109,7 +111,7 @@ def route_ws(host: str, path: str, header_names: frozenset[str]) -> WSRouteMatch
         for r in adapter.routes:
             m = r.match("GET", p, known, header_names)
             if m is not None:
-                model = m.groupdict().get("model") or query_param(query, "model", "deployment")
+                model = m.groupdict().get("model") or _query_param(query, "model", "deployment")
                 return WSRouteMatch(adapter, known or r.provider or adapter.default_provider, model)
     return None
 

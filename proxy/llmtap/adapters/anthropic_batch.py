@@ -13,11 +13,12 @@ import re
 from typing import Any, ClassVar
 
 from ..decode import JSON, Framing
+from ..providers import ProviderName
 from .anthropic_messages import AnthropicMessages
 from .base import Adapter, ErrorInfo, Route, as_str, d, error_from_body
 from .batch import JSONL, BatchItem, BatchResults, custom_id, read_item
 
-_ANTHROPIC = frozenset({"anthropic", None})
+_ANTHROPIC: frozenset[ProviderName | None] = frozenset({"anthropic", None})
 _HEADERS = ("anthropic-version", "x-api-key")
 _BATCH_ID = re.compile(r"/v1/messages/batches/([^/?]+)", re.IGNORECASE)
 

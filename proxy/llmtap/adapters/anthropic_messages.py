@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..decode import SSEEvent
+from ..providers import ProviderName
+from ..record import Api, Operation
 from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
 
 _CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
@@ -12,8 +14,8 @@ _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
 class AnthropicMessages(Adapter):
-    api = "anthropic.messages"
-    operation = "chat"
+    api: ClassVar[Api] = "anthropic.messages"
+    operation: ClassVar[Operation] = "chat"
     routes: ClassVar[tuple[Route, ...]] = (
         # Claude on Vertex AI: publishers/anthropic/models/{model}:streamRawPredict
         Route(
@@ -29,7 +31,7 @@ class AnthropicMessages(Adapter):
             or_headers=("anthropic-version", "x-api-key"),
         ),
     )
-    default_provider = "anthropic"
+    default_provider: ClassVar[ProviderName] = "anthropic"
 
     def __init__(self) -> None:
         super().__init__()

@@ -20,11 +20,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, assert_never
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, assert_never
 
 from ..decode import EVENTSTREAM, JSON, NDJSON, SSE, Framing, Hook, SSEEvent
 from ..durations import parse_duration
-from ..record import FinishReason, cap_message
+from ..providers import ProviderName
+from ..record import Api, FinishReason, Operation, cap_message
 from .finish import normalize_finish
 from .timing import ContentClock
 
@@ -47,16 +48,18 @@ class Route:
     """
 
     path: str
-    providers: frozenset[str | None] | None = None
+    providers: frozenset[ProviderName | None] | None = None
     or_headers: tuple[str, ...] = ()
-    provider: str = ""
+    provider: ProviderName | Literal[""] = ""
     method: str = "POST"
     _rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_rx", re.compile(self.path, re.IGNORECASE))
 
-    def match(self, method: str, path: str, provider: str | None, headers: frozenset[str]) -> re.Match[str] | None:
+    def match(
+        self, method: str, path: str, provider: ProviderName | None, headers: frozenset[str]
+    ) -> re.Match[str] | None:
         if method != self.method:
             return None
         if (
@@ -279,10 +282,10 @@ def error_from_body(obj: Any, status: int = 0) -> ErrorInfo | None:
 class Adapter:
     """Base class: subclasses set ``api``/``operation``/``routes`` and override the hooks they need."""
 
-    api: ClassVar[str] = ""
-    operation: ClassVar[str] = "chat"
+    api: ClassVar[Api] = ""
+    operation: ClassVar[Operation] = "chat"
     routes: ClassVar[tuple[Route, ...]] = ()
-    default_provider: ClassVar[str] = "openai_compatible"  # on a host llmtap does not know
+    default_provider: ClassVar[ProviderName] = "openai_compatible"  # on a host llmtap does not know
     billable: ClassVar[bool] = True  # False: a control call (a batch created or polled), never priced
     batch: BatchResults | None = None  # what a batch API call said about its batch (the batch adapters set it)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decode import Framing, NDJSONDecoder
-from ..record import FinishReason
+from ..record import Api, FinishReason, Operation
 from .base import Adapter, ErrorInfo, Usage, as_str
 
 MAX_BATCH_ITEMS = 100_000  # items kept per results download (Anthropic's batch limit); the rest are counted
@@ -34,8 +34,8 @@ class BatchItem:
     """One request of a batch, as its results line reports it."""
 
     custom_id: str
-    api: str  # the wire API of the request (openai.chat_completions, anthropic.messages, …)
-    operation: str
+    api: Api  # the wire API of the request (openai.chat_completions, anthropic.messages, …)
+    operation: Operation
     status_code: int  # the item's own HTTP status (Anthropic: 200 succeeded, 0 otherwise)
     request_id: str = ""
     response_id: str = ""

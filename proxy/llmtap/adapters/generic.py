@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..decode import Framing, SSEEvent
+from ..record import Api
 from .base import Adapter, Usage, as_int, d
 
-GENERIC_API = ""
+GENERIC_API: Api = ""
 
 
 class GenericJSON(Adapter):

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..decode import NDJSON, Framing
-from ..record import FinishReason, cap_message
+from ..record import Api, FinishReason, Operation, cap_message
 from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d
 
 DONE: dict[str, FinishReason] = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
 
 
 class OllamaChat(Adapter):
-    api = "ollama.chat"
-    operation = "chat"
+    api: ClassVar[Api] = "ollama.chat"
+    operation: ClassVar[Operation] = "chat"
     routes = (Route(r"/api/chat$"),)
     default_provider = "ollama"
 

@@ -13,6 +13,7 @@ import re
 from typing import Any, ClassVar
 
 from ..decode import JSON, Framing
+from ..providers import ProviderName
 from .base import Adapter, ErrorInfo, Route, as_int, as_str, d, error_from_body
 from .batch import JSONL, BatchItem, BatchResults, custom_id, read_item
 from .openai_chat import OpenAIChat
@@ -21,7 +22,7 @@ from .openai_embeddings import OpenAIEmbeddings
 from .openai_responses import OpenAIResponses
 
 _PREFIX = r"^(?:/openai)?(?:/v1)?"  # api.openai.com/v1, Azure's /openai and /openai/v1
-_OPENAI = frozenset({"openai", "azure.ai.openai", None})
+_OPENAI: frozenset[ProviderName | None] = frozenset({"openai", "azure.ai.openai", None})
 # The item's API, from its body's ``object`` (else from the batch's endpoint).
 _BY_OBJECT: dict[str, type[Adapter]] = {
     "chat.completion": OpenAIChat,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..decode import SSEEvent
-from ..record import cap_message
+from ..record import Api, Operation, cap_message
 from .base import (
     Adapter,
     ErrorInfo,
@@ -67,8 +67,8 @@ AZURE_DEPLOYMENT = r"/openai/deployments/(?P<model>[^/]+)"
 
 
 class OpenAIChat(Adapter):
-    api = "openai.chat_completions"
-    operation = "chat"
+    api: ClassVar[Api] = "openai.chat_completions"
+    operation: ClassVar[Operation] = "chat"
     routes = (
         Route(AZURE_DEPLOYMENT + r"/chat/completions$", provider="azure.ai.openai"),
         Route(r"/chat/completions$"),

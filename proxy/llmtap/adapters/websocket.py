@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
+from ..providers import ProviderName
+from ..record import Api, Operation
 from .base import Adapter, Route
 
 
@@ -49,10 +51,10 @@ MAX_OPEN_CALLS = 64  # calls asked for and not answered, per socket: past it the
 class WSAdapter:
     """Base class: subclasses set ``api``/``routes`` and implement the two message hooks."""
 
-    api: ClassVar[str] = ""
-    operation: ClassVar[str] = "chat"
+    api: ClassVar[Api] = ""
+    operation: ClassVar[Operation] = "chat"
     routes: ClassVar[tuple[Route, ...]] = ()  # matched against the upgrade request (method GET)
-    default_provider: ClassVar[str] = "openai_compatible"
+    default_provider: ClassVar[ProviderName] = "openai_compatible"
     call_adapter: ClassVar[type[Adapter]] = Adapter  # what a failed upgrade (a 4xx) is recorded with
 
     def __init__(self, model: str = "") -> None:

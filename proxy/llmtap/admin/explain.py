@@ -16,13 +16,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..durations import parse_duration
+from ..errors import LlmtapError
 from .explain_sql import COST_DRIVERS, explain_cost_sql
 
 RowsFn = Callable[[str], list[dict[str, Any]]]
 _DAYS = re.compile(r"\s*(\d+)\s*d\s*")
 
 
-class ExplainError(ValueError):
+class ExplainError(LlmtapError, ValueError):
     pass
 
 

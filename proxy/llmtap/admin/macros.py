@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..durations import parse_duration
+from ..errors import LlmtapError
 
 ALL = "$__all"
 MAX_SQL_CHARS = 256 * 1024
@@ -24,7 +25,7 @@ MAX_VALUE_CHARS = 4096
 MAX_DEPTH = 8  # nested $__conditionalAll
 
 
-class MacroError(ValueError):
+class MacroError(LlmtapError, ValueError):
     pass
 
 

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import LlmtapError
+
 QueryFn = Callable[[str, str, dict[str, str]], bytes]  # (sql, format, params) → body
 ID_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 MAX_SESSION_ID = 256  # what capture keeps of a session header (intercept/attribution.py)
@@ -38,7 +40,7 @@ FROM llm_calls WHERE session_id = {{session_id:String}} AND session_id != ''
 ORDER BY timestamp, trace_id LIMIT {MAX_SESSION_CALLS}"""
 
 
-class PageError(ValueError):
+class PageError(LlmtapError, ValueError):
     pass
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import LlmtapError
 from .sqlfunctions import load as load_functions
 
 ALLOWED_TABLES = frozenset({"llm_calls", "llm_calls_hourly", "llm_content", "otel_traces", "llmtap_schema"})
@@ -53,7 +54,7 @@ IN_FUNCTIONS = frozenset(
 MAX_QUERY_CHARS = 256 * 1024
 
 
-class QueryRefused(ValueError):
+class QueryRefused(LlmtapError, ValueError):
     """The query is not a read of llmtap's tables (or does not parse)."""
 
 

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import LlmtapError
 from .macros import ALL, Expanded, MacroError, QueryContext, expand_query
 
 # (sql, format, params) → the result in that format, through the guarded read path.
@@ -51,7 +52,7 @@ def load_dashboards() -> dict[str, dict[str, Any]]:
     return {d["uid"]: d for d in boards}
 
 
-class ViewerError(ValueError):
+class ViewerError(LlmtapError, ValueError):
     pass
 
 

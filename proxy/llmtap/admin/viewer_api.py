@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import LlmtapError
 from .explain import ExplainError, Periods, cost_text, explain_cost, parse_end
 from .explain_latency import explain_latency, latency_text
 from .pages import PageError, call_page, session_page
@@ -38,7 +39,7 @@ _UNREACHABLE = (
 )
 
 
-class Unreachable(RuntimeError):
+class Unreachable(LlmtapError, RuntimeError):
     """The store does not answer (as opposed to a query it refused)."""
 
 

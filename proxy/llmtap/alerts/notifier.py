@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..errors import LlmtapError
 from .evaluator import STATE_FILE, Evaluator, QueryFn
 
 log = logging.getLogger("llmtap.alerts")
@@ -23,7 +24,7 @@ TIMEOUT_S = 5.0
 MAX_OUTBOX = 1000
 
 
-class WebhookError(ValueError):
+class WebhookError(LlmtapError, ValueError):
     pass
 
 

@@ -1,7 +1,8 @@
 """Token estimation, used only when the provider reported no usage (marked ``estimated``).
 
 tiktoken fetches its BPE files on first use. The files are cached under the data
-dir (``TIKTOKEN_CACHE_DIR``); when they cannot be fetched (offline), estimation falls
+dir (``TIKTOKEN_CACHE_DIR``, which tiktoken reads itself: set at start by
+:func:`llmtap.config.library_environment`); when they cannot be fetched (offline), estimation falls
 back to a documented heuristic: ``ceil(len(utf8 bytes) / 4)``. The estimator used is
 reported per call in the span attribute ``llmtap.usage_estimator``.
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +64,6 @@ class TokenEstimator:
     ) -> None:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
-            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir))
         self._loader = loader or _tiktoken_loader
         self.first_wait = first_wait
         self._encodings: dict[str, Encoding | None] = {}

@@ -29,6 +29,7 @@ from time import monotonic, perf_counter_ns
 from .. import handoff
 from ..adapters import REGISTRY, WS_REGISTRY, Adapter, GenericJSON, WSAdapter
 from ..intercept.attribution import Fingerprinter, read_attribution, trace_ids
+from ..record import Api
 from .request import parse_body
 from .tee import Capture, End, ParseErrorHook, RequestFacts
 from .ws import Submit, WSConnection
@@ -133,7 +134,7 @@ class Recorder:
             if conn is not None:
                 conn.on_close(msg.closed_by_client, msg.mono, msg.reason)
 
-    def _facts(self, key: Key, req: handoff.Request, api: str, body_hash: str = "") -> RequestFacts:
+    def _facts(self, key: Key, req: handoff.Request, api: Api, body_hash: str = "") -> RequestFacts:
         trace_id, parent = trace_ids(next((v for k, v in req.headers if k == "traceparent"), ""))
         return RequestFacts(
             method=req.method,

@@ -28,7 +28,9 @@ from typing import Any
 from ..adapters import Adapter, Turn
 from ..decode import WEBSOCKET, Framer, Framing, JSONBody, make_decoder
 from ..decode.compression import ContentDecoder
-from ..record import EndKind, Transport
+from ..errors import LlmtapError
+from ..providers import ProviderName
+from ..record import Api, EndKind, Transport
 
 log = logging.getLogger("llmtap.capture")
 
@@ -48,7 +50,7 @@ MAX_DEFERRED_STREAM = 1024 * 1024
 MAX_BUFFERED = 256 * 1024 * 1024  # bytes every JSON body being buffered may hold at once, all calls together
 
 
-class ResponseTooLarge(ValueError):
+class ResponseTooLarge(LlmtapError, ValueError):
     pass
 
 
@@ -85,8 +87,8 @@ class RequestFacts:
     body: bytes
     start_wall: float
     start_mono: float
-    provider: str
-    api: str
+    provider: ProviderName
+    api: Api
     service: str = ""
     attribution: dict[str, str] = field(default_factory=dict)
     api_key_id: str = ""

@@ -1,44 +1,30 @@
 """The ``llmtap`` command line: flags (:mod:`.parser`) and dispatch; the commands live in
-:mod:`.query` (the read commands) and :mod:`.tools` (the rest)."""
+:mod:`.query` (the read commands), :mod:`.explain`, :mod:`.reconcile`, :mod:`.execcmd` and
+:mod:`.tools` (the rest), each registering its own parsers."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Callable
 
-from ..startup import StartupError
+from ..config import Environment
+from ..errors import LlmtapError
 from ..telemetry.logs import setup_logging
-from . import execcmd, explain, query, reconcile, tools
-from .parser import UsageError, build_parser
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": tools.cmd_run,
-    "sql": query.cmd_sql,
-    "report": query.cmd_report,
-    "check-cost": query.cmd_check_cost,
-    "explain-cost": explain.cmd_explain_cost,
-    "explain-latency": explain.cmd_explain_latency,
-    "reconcile": reconcile.cmd_reconcile,
-    "schema": tools.cmd_schema,
-    "ca": tools.cmd_ca,
-    "env": tools.cmd_env,
-    "exec": execcmd.cmd_exec,
-    "mock-provider": tools.cmd_mock,
-    "seed": tools.cmd_seed,
-    "demo": tools.cmd_demo,
-}
+from .parser import build_parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     """Exit codes: 0 ok, 1 a finding (``check-cost``: a regression), 2 a usage or start-up error
-    (one line on stderr naming the flag and the fix), 3 ``check-cost`` had nothing to compare."""
-    args = build_parser().parse_args(argv)
+    (any :class:`~llmtap.errors.LlmtapError`: one line on stderr naming the flag and the fix),
+    3 ``check-cost`` had nothing to compare.
+
+    ``env`` is the process environment (read here, once, when not given)."""
+    env = env if env is not None else Environment.read()
+    args = build_parser(env).parse_args(argv)
     setup_logging(str(args.log_level), args.log_format)
     try:
-        return COMMANDS[args.command](args)
-    except (UsageError, StartupError) as e:
+        return int(args.func(args, env))
+    except LlmtapError as e:
         print(f"llmtap {args.command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `llmtap ... | head`: the reader went away, which is not an error of ours
@@ -46,4 +32,4 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["build_parser", "main"]

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from ..clientenv import detect_node, exec_env, proxy_url
-from .parser import addr
+from ..config import Environment
+from .parser import DEFAULT_DATA_DIR, DEFAULT_LISTEN, Commands, addr
 
 USAGE = "llmtap exec [--service NAME] -- CMD [ARGS...]"
 
@@ -29,7 +30,23 @@ def listening(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def cmd_exec(args: argparse.Namespace) -> int:
+def register(commands: Commands) -> None:
+    ex = commands.add(
+        "exec",
+        cmd_exec,
+        "run a command with its LLM calls going through the sidecar (tagged with --service)",
+        usage=USAGE,
+    )
+    commands.flag(ex, "--service", "", help="service name of its calls (default: CMD)")
+    commands.flag(ex, "--listen", DEFAULT_LISTEN, help="the sidecar's proxy address")
+    commands.flag(ex, "--data-dir", DEFAULT_DATA_DIR, help="the sidecar's data dir (its CA)")
+    commands.flag(
+        ex, "--proxy-password", "x", help="the proxy password, when the sidecar runs with --proxy-auth (else ignored)"
+    )
+    ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+
+
+def cmd_exec(args: argparse.Namespace, env: Environment) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -56,11 +73,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     proxy = proxy_url(host, port, service, args.proxy_password)
-    env = {**os.environ, **exec_env(proxy, bundle, os.environ, detect_node())}
+    child = {**env.variables, **exec_env(proxy, bundle, env.variables, detect_node())}
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        os.execvpe(cmd[0], cmd, env)
+        os.execvpe(cmd[0], cmd, child)
     except FileNotFoundError:
         print(f"llmtap exec: command not found: {cmd[0]}", file=sys.stderr)
         return 127

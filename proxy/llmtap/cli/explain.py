@@ -8,28 +8,27 @@ import json
 import sys
 from typing import Any
 
-from ..admin.explain import ExplainError, Periods, RowsFn, cost_text, explain_cost, parse_end
+from ..admin.explain import Periods, RowsFn, cost_text, explain_cost, parse_end
 from ..admin.explain_latency import explain_latency, latency_text
-from .parser import GROUP_CHOICES, UsageError
-from .query import query_rows
+from ..config import Environment
+from ..errors import LlmtapError, UsageError
+from .parser import GROUP_CHOICES, Commands
+from .query import StoreReader
 
 
 def _periods(args: argparse.Namespace) -> Periods:
-    try:
-        return Periods.parse(args.window, args.baseline, parse_end(args.end))
-    except ExplainError as e:
-        raise SystemExit(f"llmtap: {e}") from None
+    return Periods.parse(args.window, args.baseline, parse_end(args.end))  # an ExplainError is one line in main
 
 
-def _rows(args: argparse.Namespace) -> RowsFn:
+def _rows(reader: StoreReader) -> RowsFn:
     def rows(sql: str) -> list[dict[str, Any]]:
         try:
-            return query_rows(args, sql)
-        except (SystemExit, UsageError):  # already one line that says what to do
+            return reader.rows(sql)
+        except LlmtapError:  # already one line that says what to do
             raise
         except Exception as e:  # the store's own error, on one line
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise SystemExit(f"llmtap: query failed: {first}") from None
+            raise UsageError(f"query failed: {first}") from None
 
     return rows
 
@@ -42,13 +41,13 @@ def _emit(res: dict[str, object], fmt: str, text: str) -> None:
         print(text)
 
 
-def cmd_explain_cost(args: argparse.Namespace) -> int:
+def cmd_explain_cost(args: argparse.Namespace, env: Environment) -> int:
     by = [b.strip() for b in args.by.split(",") if b.strip()]
     bad = [b for b in by if b not in GROUP_CHOICES]
     if bad or not by:
-        raise SystemExit(f"llmtap: --by takes one or more of {', '.join(GROUP_CHOICES)}; got {args.by!r}")
+        raise UsageError(f"--by takes one or more of {', '.join(GROUP_CHOICES)}; got {args.by!r}")
     periods = _periods(args)
-    res = explain_cost(_rows(args), periods, by)
+    res = explain_cost(_rows(StoreReader.from_args(args, env)), periods, by)
     _emit(res, args.format, cost_text(res, top=args.top))
     return 0
 
@@ -58,37 +57,36 @@ def quantile(text: str) -> float:
     try:
         v = float(t)
     except ValueError:
-        raise SystemExit(f"llmtap: --quantile takes p50, p90, p95 or 0.95; got {text!r}") from None
+        raise UsageError(f"--quantile takes p50, p90, p95 or 0.95; got {text!r}") from None
     q = v / 100 if v > 1 else v
     if not 0.06 <= q <= 0.95:
-        raise SystemExit("llmtap: --quantile must be between p6 and p95 (the band around it needs room above)")
+        raise UsageError("--quantile must be between p6 and p95 (the band around it needs room above)")
     return q
 
 
-def cmd_explain_latency(args: argparse.Namespace) -> int:
+def cmd_explain_latency(args: argparse.Namespace, env: Environment) -> int:
     periods = _periods(args)
     q = quantile(args.quantile)
-    try:
-        res = explain_latency(_rows(args), periods, args.metric, q)
-    except ExplainError as e:
-        raise SystemExit(f"llmtap: {e}") from None
+    res = explain_latency(_rows(StoreReader.from_args(args, env)), periods, args.metric, q)
     _emit(res, args.format, latency_text(res))
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    ec = sub.add_parser(
+def register(commands: Commands) -> None:
+    ec = commands.add(
         "explain-cost",
-        parents=parents,
-        help="why cost changed: an exact split of the change into drivers (volume, mix, tokens, cache, price, …)",
+        cmd_explain_cost,
+        "why cost changed: an exact split of the change into drivers (volume, mix, tokens, cache, price, …)",
+        commands.reading,
     )
     _window_flags(ec)
     ec.add_argument("--by", default="model,feature", help="key dimensions: " + ",".join(GROUP_CHOICES))
     ec.add_argument("--top", type=int, default=12, help="drivers in the text table (json lists all)")
-    el = sub.add_parser(
+    el = commands.add(
         "explain-latency",
-        parents=parents,
-        help="why it is slow: the change of a latency quantile split into TTFB, prefill, decode, retries, waits",
+        cmd_explain_latency,
+        "why it is slow: the change of a latency quantile split into TTFB, prefill, decode, retries, waits",
+        commands.reading,
     )
     _window_flags(el)
     el.add_argument("--metric", choices=("duration", "ttft"), default="duration", help="duration (default) or ttft")

@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ..admin.queries import tracked_cost_sql
-from .parser import env
-from .query import duration_s, format_table, query_rows
+from ..config import Environment
+from ..errors import LlmtapError
+from .parser import Commands
+from .query import StoreReader, duration_s, format_table
 
 ALL = "(all models)"
 NO_DATA = 3
@@ -48,7 +50,7 @@ URLS = {
 _DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
-class ReportError(ValueError):
+class ReportError(LlmtapError, ValueError):
     """The cost report is not one of the shapes llmtap reads."""
 
 
@@ -173,26 +175,25 @@ def compare(billed: Billed, tracked: list[dict[str, Any]]) -> list[dict[str, Any
     return rows
 
 
-def cmd_reconcile(args: argparse.Namespace) -> int:
+def cmd_reconcile(args: argparse.Namespace, env: Environment) -> int:
     since = duration_s(args.since, "--since")
-    try:
-        if args.costs:
-            try:
-                doc = json.loads(Path(args.costs).read_text())
-            except (OSError, ValueError) as e:
-                raise ReportError(f"cannot read {args.costs}: {e}") from None
-            billed = PARSERS[args.provider](doc)
-        elif args.admin_key:
-            billed = PARSERS[args.provider](fetch(args.provider, args.admin_key, since, args.costs_url))
-        else:
-            raise ReportError("give the cost report: --costs FILE, or --admin-key KEY to fetch it")
-    except ReportError as e:
-        print(f"llmtap: reconcile: {e}", file=sys.stderr)
-        return 2
+    # A ReportError (an llmtap error: the report cannot be read) is one line and exit 2, in main.
+    if args.costs:
+        try:
+            doc = json.loads(Path(args.costs).read_text())
+        except (OSError, ValueError) as e:
+            raise ReportError(f"cannot read {args.costs}: {e}") from None
+        billed = PARSERS[args.provider](doc)
+    elif args.admin_key:
+        billed = PARSERS[args.provider](fetch(args.provider, args.admin_key, since, args.costs_url))
+    else:
+        raise ReportError("give the cost report: --costs FILE, or --admin-key KEY to fetch it")
     if not billed.usd:
         print(f"llmtap: reconcile: the {args.provider} cost report has no costs in it", file=sys.stderr)
         return NO_DATA
-    tracked = query_rows(args, tracked_cost_sql(PROVIDERS[args.provider], billed.start, billed.end))
+    tracked = StoreReader.from_args(args, env).rows(
+        tracked_cost_sql(PROVIDERS[args.provider], billed.start, billed.end)
+    )
     rows = compare(billed, tracked)
     total_b = sum(r["billed_usd"] for r in rows)
     total_t = sum(r["tracked_usd"] for r in rows)
@@ -237,17 +238,18 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--provider", choices=tuple(PROVIDERS), required=not env("provider"), default=env("provider"))
-    p.add_argument(
-        "--costs", default=env("costs", ""), metavar="FILE", help="the provider's cost report (JSON: a page or pages)"
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "reconcile",
+        cmd_reconcile,
+        "tracked cost vs the provider's cost report, per day and model (exit 1 below --min-capture)",
+        commands.reading,
     )
-    p.add_argument(
-        "--admin-key", default=env("admin-key", ""), help="fetch the cost report with this admin key (every page)"
-    )
-    p.add_argument("--costs-url", default=env("costs-url", ""), help=argparse.SUPPRESS)  # another endpoint (a gateway)
-    p.add_argument("--since", default=env("since", "30d"), help="with --admin-key: how far back to fetch (e.g. 30d)")
-    p.add_argument(
-        "--min-capture", type=float, default=float(env("min-capture", 0.9)), help="exit 1 when tracked/billed is below"
-    )
+    provider = commands.flag(p, "--provider", choices=tuple(PROVIDERS))
+    provider.required = not provider.default
+    commands.flag(p, "--costs", "", metavar="FILE", help="the provider's cost report (JSON: a page or pages)")
+    commands.flag(p, "--admin-key", "", help="fetch the cost report with this admin key (every page)")
+    commands.flag(p, "--costs-url", "", help=argparse.SUPPRESS)  # another endpoint (a gateway)
+    commands.flag(p, "--since", "30d", help="with --admin-key: how far back to fetch (e.g. 30d)")
+    commands.flag(p, "--min-capture", 0.9, type=float, help="exit 1 when tracked/billed is below")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -7,84 +7,50 @@ import sys
 import time
 from pathlib import Path
 
-from ..intercept.routing import parse_host_port
-from .parser import DEFAULT_DATA_DIR, addr, connect_to, fail
-from .query import store_url
+from ..config import Environment, RunConfig, library_environment
+from .parser import DEFAULT_DATA_DIR, DEFAULT_LISTEN, Commands, addr, fail
 
 
-def _secret(value: str, path: str, flag: str) -> str:
-    if path:
-        try:
-            return Path(path).read_text().strip()
-        except OSError as e:
-            fail(f"{flag} {path}: cannot read it ({e.strerror})")
-    return value
+def register(commands: Commands) -> None:
+    from ..testing import demo, synthetic
+
+    run = commands.add("run", cmd_run, "run the sidecar proxy")
+    commands.config_flags(run, RunConfig)
+
+    sch = commands.add("schema", cmd_schema, "print (or apply) the ClickHouse schema")
+    commands.flag(sch, "--db", "llmtap", help="database name (default llmtap)")
+    commands.flag(sch, "--cluster", "", help="emit the ON CLUSTER / Replicated / Distributed form")
+    sch.add_argument("--apply", action="store_true", help="run it against --store (a clickhouse:// URL)")
+    commands.flag(sch, "--store", help="clickhouse://user:pass@host:8123/db for --apply")
+
+    dm = commands.add("demo", cmd_demo, "mock provider + sidecar + live traffic: filled dashboards")
+    demo.add_arguments(dm)
+    seed = commands.add("seed", cmd_seed, "fill a store with synthetic history (demo, dashboards)")
+    synthetic.add_arguments(seed)
+
+    ca = commands.add("ca", cmd_ca, "print the CA certificate path")
+    commands.flag(ca, "--data-dir", DEFAULT_DATA_DIR)
+    envp = commands.add("env", cmd_env, "print the shell exports a client needs")
+    commands.flag(envp, "--data-dir", DEFAULT_DATA_DIR)
+    commands.flag(envp, "--listen", DEFAULT_LISTEN)
+
+    mock = commands.add("mock-provider", cmd_mock, "a local HTTPS server replaying realistic LLM streams")
+    commands.flag(mock, "--listen", "127.0.0.1:0", var="LLMTAP_MOCK_LISTEN")
+    commands.flag(mock, "--cert-dir", "./llmtap-mock", var="LLMTAP_MOCK_CERT_DIR")
 
 
-def _token(token: str, path: str) -> str:
-    return _secret(token, path, "--admin-token-file")
+def cmd_run(args: argparse.Namespace, env: Environment) -> int:
+    from ..app import run
 
-
-def _alert_interval(text: str) -> float:
-    from ..durations import parse_duration
-
-    try:
-        seconds = parse_duration(text)
-    except ValueError as e:
-        fail(f"--alert-interval: {e}")
-    if seconds < 1:
-        fail("--alert-interval must be at least 1s")
-    return seconds
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from ..app import RunConfig, run
-    from ..store import StoreURLError
-    from ..telemetry import PriceFileError
-
-    cfg = RunConfig(
-        listen=addr(args.listen, "--listen"),
-        admin=addr(args.admin, "--admin"),
-        data_dir=Path(args.data_dir or DEFAULT_DATA_DIR).resolve(),
-        store=store_url(args),
-        intercept=list(args.intercept),
-        upstream_ca=Path(args.upstream_ca) if args.upstream_ca else None,
-        connect_to=connect_to(args.connect_to),
-        service=args.service,
-        proxy_auth=_secret(args.proxy_auth, args.proxy_auth_file, "--proxy-auth-file"),
-        allow_open_proxy=args.allow_open_proxy,
-        admin_token=_token(args.admin_token, args.admin_token_file),
-        admin_allowed_hosts=list(args.admin_allowed_host),
-        read_store=args.read_store or "",
-        otlp_endpoint=args.otlp_endpoint or "",
-        capture_content=args.capture_content,
-        prices=Path(args.prices) if args.prices else None,
-        content_retention_days=args.content_retention_days,
-        traces_retention_days=args.traces_retention_days,
-        calls_retention_days=args.calls_retention_days,
-        spool_max_mb=args.spool_max_mb,
-        max_client_connections=args.max_client_connections,
-        client_header_timeout=args.client_header_timeout,
-        drain_timeout=args.drain_timeout,
-        alert_webhook=args.alert_webhook,
-        alert_interval_s=_alert_interval(args.alert_interval),
-        grafana_url=args.grafana_url,
-        workers=args.workers,
-        log_level=str(args.log_level),
-        log_format=args.log_format,
-    )
-    for spec in cfg.intercept:
-        try:
-            parse_host_port(spec)
-        except ValueError as e:
-            fail(f"--intercept {spec!r}: {e}")
+    cfg = RunConfig.from_flags(args, env)
+    library_environment(cfg)
     try:
         return run(cfg)
-    except (StoreURLError, FileNotFoundError, PriceFileError) as e:
+    except FileNotFoundError as e:  # llmtap's own errors (a store URL, a price file, …) are one line in main
         fail(str(e))
 
 
-def cmd_schema(args: argparse.Namespace) -> int:
+def cmd_schema(args: argparse.Namespace, env: Environment) -> int:
     from ..store import cluster_statements, schema_statements
 
     try:
@@ -128,14 +94,14 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ca(args: argparse.Namespace) -> int:
+def cmd_ca(args: argparse.Namespace, env: Environment) -> int:
     from ..intercept.ca import ensure_ca
 
     print(ensure_ca(Path(args.data_dir).resolve()))
     return 0
 
 
-def cmd_env(args: argparse.Namespace) -> int:
+def cmd_env(args: argparse.Namespace, env: Environment) -> int:
     """The exports a client needs (:mod:`llmtap.clientenv`), for the Node on PATH when there is one."""
     from ..clientenv import base_url_env, client_env, detect_node, shell_exports
     from ..intercept.ca import client_bundle
@@ -157,20 +123,20 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_mock(args: argparse.Namespace) -> int:
+def cmd_mock(args: argparse.Namespace, env: Environment) -> int:
     from ..testing.mock import serve
 
     host, port = addr(args.listen, "--listen")
-    return serve(host, port, Path(args.cert_dir))
+    return serve(host, port, Path(args.cert_dir), env.mock)
 
 
-def cmd_seed(args: argparse.Namespace) -> int:
+def cmd_seed(args: argparse.Namespace, env: Environment) -> int:
     from ..testing import synthetic
 
     return synthetic.run(args)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: argparse.Namespace, env: Environment) -> int:
     from ..testing import demo
 
     return demo.run(args)

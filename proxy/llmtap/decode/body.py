@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from ..errors import LlmtapError
 
-class BodyTooLarge(ValueError):
+
+class BodyTooLarge(LlmtapError, ValueError):
     pass
 
 

@@ -19,6 +19,8 @@ import sys
 import zlib
 from typing import Any, Protocol
 
+from ..errors import LlmtapError
+
 if sys.version_info >= (3, 14):  # pragma: no cover - the stdlib's, from 3.14
     from compression import zstd as _zstd
 else:
@@ -27,7 +29,7 @@ else:
 NO_LIMIT = -1
 
 
-class UnsupportedEncoding(ValueError):
+class UnsupportedEncoding(LlmtapError, ValueError):
     pass
 
 

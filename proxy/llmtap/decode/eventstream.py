@@ -7,6 +7,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import LlmtapError
+
 
 @dataclass(slots=True)
 class EventStreamMessage:
@@ -22,7 +24,7 @@ class EventStreamMessage:
         return str(self.headers.get(":event-type") or self.headers.get(":exception-type") or "")
 
 
-class EventStreamError(ValueError):
+class EventStreamError(LlmtapError, ValueError):
     pass
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import handoff
 from ..handoff import MAX_REQUEST_BODY
+from ..providers import ProviderName
 from ..record import EndKind
 
 KEY = "llmtap"  # the one flow.metadata key llmtap uses
@@ -43,7 +44,7 @@ class CallState:
     start_wall: float
     start_mono: float
     headers: handoff.Headers
-    provider: str
+    provider: ProviderName
     adapter: str
     model: str
     proxy_user: str

@@ -19,7 +19,6 @@ import importlib.machinery
 import importlib.util
 import inspect
 import logging
-import os
 import signal
 import socket
 import sys
@@ -192,9 +191,6 @@ def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str,
     loop.create_connection = create_connection  # type: ignore[method-assign,assignment]
 
 
-EVENT_LOOP = os.environ.get("LLMTAP_EVENT_LOOP", "")  # 'uvloop' runs the workers' loops on uvloop
-
-
 def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The proxy's event loop: asyncio's; ``uvloop`` (``LLMTAP_EVENT_LOOP=uvloop``) runs mitmproxy on uvloop
     instead (when installed; not a dependency: see docs/performance.md for what it measured)."""
@@ -284,8 +280,7 @@ async def serve(
 
     opts = Options(confdir=str(settings.confdir))
     master = Master(opts, with_termlog=False)
-    if os.environ.get("LLMTAP_EXP_ADDONS") != "mitmproxy":
-        lean_addon_manager(master)
+    lean_addon_manager(master)
     master.addons.add(*addons)
     update: dict[str, Any] = {
         "listen_host": settings.listen[0],

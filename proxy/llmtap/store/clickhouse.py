@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ..errors import LlmtapError
 from . import rowbinary
-from .readonly import LIMITS, EngineParser, LocalParser, QueryLimits, tagged
+from .readonly import EngineParser, LocalParser, QueryLimits, tagged
 from .schema import DB_NAME_RE, DEFAULT_DB, apply_schema, retention_statement
 
 
-class ClickHouseURLError(ValueError):
+class ClickHouseURLError(LlmtapError, ValueError):
     pass
 
 
@@ -81,7 +82,7 @@ class ClickHouseBackend:
         connect_timeout: float = 5.0,
         retention: dict[str, int] | None = None,
         read_url: str = "",
-        limits: QueryLimits = LIMITS,
+        limits: QueryLimits | None = None,
         writer: bool = True,
         read_only: bool = False,
     ) -> None:
@@ -91,7 +92,7 @@ class ClickHouseBackend:
             raise ClickHouseURLError("the read URL must name the same database as --store")
         self.read_only = read_only
         self.retention = retention or {}
-        self.limits = limits
+        self.limits = limits or QueryLimits()
         self.db = self.cfg["database"]
         self._lock = threading.Lock()
         self._client: Any = None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import rowbinary
-from .readonly import LIMITS, TAG_PREFIX, EngineParser, QueryLimits, param_values, tagged
+from .readonly import TAG_PREFIX, EngineParser, QueryLimits, param_values, tagged
 from .schema import DEFAULT_DB, apply_schema, retention_statement
 
 # Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
@@ -34,7 +34,11 @@ class ChdbBackend:
     behind an insert nor making one wait (sessions on one path run concurrently)."""
 
     def __init__(
-        self, path: Path, db: str = DEFAULT_DB, retention: dict[str, int] | None = None, limits: QueryLimits = LIMITS
+        self,
+        path: Path,
+        db: str = DEFAULT_DB,
+        retention: dict[str, int] | None = None,
+        limits: QueryLimits | None = None,
     ) -> None:
         from chdb import session
 
@@ -42,7 +46,7 @@ class ChdbBackend:
         self.db = db
         self.path = path
         self.retention = retention or {}
-        self.limits = limits
+        self.limits = limits or QueryLimits()
         self._lock = threading.Lock()
         settings = "&".join(f"{k}={v}" for k, v in ENGINE_SETTINGS.items())
         self._conn_str = f"{path}?{settings}"

@@ -35,8 +35,12 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from ..errors import LlmtapError
+from .readonly import QueryLimits
 
 log = logging.getLogger("llmtap.store")
 
@@ -50,8 +54,8 @@ _ERRORS: dict[str, type[Exception]] = {
 }
 
 
-class EngineError(RuntimeError):
-    """An error the engine raised (its message kept whole: ``Code: N. ...``)."""
+class EngineError(LlmtapError, RuntimeError):
+    """An error the engine raised (its message kept whole: ``Code: N. ...``), or its process not answering."""
 
 
 def _send(sock: socket.socket, lock: threading.Lock, obj: Any) -> None:
@@ -78,8 +82,16 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 class EngineClient:
     """The supervisor's handle on the engine process (thread-safe: the writer and every reader share it)."""
 
-    def __init__(self, path: Path, db: str, retention: dict[str, int] | None = None, idle_s: float = IDLE_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        db: str,
+        retention: dict[str, int] | None = None,
+        limits: QueryLimits | None = None,
+        idle_s: float = IDLE_S,
+    ) -> None:
         self.path, self.db, self.retention, self.idle_s = path, db, retention or {}, idle_s
+        self.limits = limits or QueryLimits()
         self._lock = threading.Lock()  # starting and stopping
         self._send_lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -159,7 +171,9 @@ class EngineClient:
         if self._proc is not None and self._proc.poll() is None and self._sock is not None:
             return self._sock
         ours, theirs = socket.socketpair()
-        settings = json.dumps({"path": str(self.path), "db": self.db, "retention": self.retention})
+        settings = json.dumps(
+            {"path": str(self.path), "db": self.db, "retention": self.retention, "limits": asdict(self.limits)}
+        )
         proc = subprocess.Popen(
             [sys.executable, "-m", "llmtap.store.engine", str(theirs.fileno()), settings],
             pass_fds=(theirs.fileno(),),
@@ -243,7 +257,8 @@ def main(argv: list[str]) -> int:
     try:
         from .embedded import ChdbBackend
 
-        backend = ChdbBackend(Path(settings["path"]), settings["db"], settings["retention"])
+        limits = QueryLimits(**settings["limits"])
+        backend = ChdbBackend(Path(settings["path"]), settings["db"], settings["retention"], limits)
     except Exception as e:
         _send(sock, lock, (False, (type(e).__name__, str(e))))
         return 1

@@ -1,6 +1,6 @@
 """The read side of a store, for queries llmtap did not write itself (the admin API, the viewer, ``llmtap sql``).
 
-Every such query runs with :data:`LIMITS` as engine settings (``readonly = 1``, a time, memory and
+Every such query runs with :class:`QueryLimits` as engine settings (``readonly = 1``, a time, memory and
 result bound), tagged so it can be cancelled, and never on the writer's session or connection: a
 long read cannot hold up ingestion or shutdown. Before it runs, the admin's guard
 (:mod:`llmtap.admin.sqlguard`) asks the engine to parse it; :class:`EngineParser` is that parser,
@@ -10,7 +10,6 @@ over any ``run(sql, params) -> JSONEachRow bytes`` of an engine that has ``parse
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ NO_TREE = "does not support JSON serialization"
 
 @dataclass(frozen=True)
 class QueryLimits:
-    """Engine limits on one admin query (``LLMTAP_ADMIN_QUERY_*`` override the defaults)."""
+    """Engine limits on one admin query (``LLMTAP_ADMIN_QUERY_*`` override the defaults: :mod:`llmtap.config`)."""
 
     max_execution_time: int = 30  # seconds
     max_memory_usage: int = 1 << 30  # bytes
@@ -41,23 +40,6 @@ class QueryLimits:
         }
 
 
-def limits_from_env() -> QueryLimits:
-    def num(name: str, default: int) -> int:
-        try:
-            return int(os.environ.get(f"LLMTAP_ADMIN_QUERY_{name}", default))
-        except ValueError:
-            return default
-
-    d = QueryLimits()
-    return QueryLimits(
-        num("TIMEOUT_S", d.max_execution_time),
-        num("MAX_MEMORY", d.max_memory_usage),
-        num("MAX_ROWS", d.max_result_rows),
-        num("MAX_BYTES", d.max_result_bytes),
-    )
-
-
-LIMITS = limits_from_env()
 TAG_PREFIX = "/* llmtap-admin:"
 
 

@@ -1,15 +1,22 @@
 """The schema engine: ``collector/schema.sql`` (the one SQL source) → statements for one server, a cluster,
 retention, and the upgrade of a store an earlier version created.
 
-Upgrades are derived from the same source, never written by hand: when the version recorded in
-``llmtap_schema`` is older than :data:`SCHEMA_VERSION`, every column of llmtap's own tables is
+Upgrades are derived from the same source, never written by hand: when the store's recorded
+version is older than :data:`SCHEMA_VERSION`, every column of llmtap's own tables is
 added if missing (``ADD COLUMN IF NOT EXISTS``, additive by the contract) and every
 materialized view gets the current query (``MODIFY QUERY``, atomic: no insert goes
 untransformed). The Collector's ``otel_traces`` is never altered.
+
+The version is derived from the schema text too (:func:`schema_version`), so a change to
+``collector/schema.sql`` cannot ship without it: its high 16 bits count the columns of llmtap's
+own tables (the contract only adds columns, so a newer schema never counts fewer: a sidecar
+never takes a store back to an older schema), its low 16 bits are a digest of the statements
+(a view changed without a new column is a new version of the same count).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from importlib import resources
@@ -17,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DB = "llmtap"
-SCHEMA_VERSION = 2  # bump whenever collector/schema.sql changes: stores at an older version are upgraded
 DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -132,6 +138,23 @@ def _upgrade_of(stmt: str) -> list[str]:
     return []
 
 
+def schema_version(db: str = DEFAULT_DB) -> int:
+    """``columns << 16 | digest``: the columns of llmtap's own tables, and 16 bits of the statements' hash."""
+    stmts = schema_statements(db)
+    columns = sum(
+        len(_columns(m.group(3))) for s in stmts if (m := _TABLE_RE.match(s)) and m.group(2) in UPGRADED_TABLES
+    )
+    digest = hashlib.sha256("\n".join(stmts).encode()).digest()
+    return columns << 16 | int.from_bytes(digest[:2], "big")
+
+
+def needs_upgrade(columns_recorded: int, version_recorded: bool, version: int) -> bool:
+    """Whether a store brings itself to ``version``: it records fewer columns (an older schema), or as
+    many under another digest and never this one. A store that counts more is newer: left alone."""
+    columns = version >> 16
+    return columns_recorded < columns or (columns_recorded == columns and not version_recorded)
+
+
 def upgrade_statements(db: str = DEFAULT_DB) -> list[str]:
     """What brings a store created by an earlier version to the current schema (idempotent)."""
     return [u for stmt in schema_statements(db) for u in _upgrade_of(stmt)]
@@ -157,3 +180,7 @@ def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db
                 execute(upgrade)
     if have < SCHEMA_VERSION:
         execute(f"INSERT INTO {db}.llmtap_schema (version) VALUES ({SCHEMA_VERSION})")
+
+
+SCHEMA_VERSION = schema_version()
+"""This build's schema version (derived from ``collector/schema.sql``: :func:`schema_version`)."""

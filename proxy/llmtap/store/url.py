@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..errors import LlmtapError
 from .backend import Backend
+from .readonly import QueryLimits
 from .schema import DEFAULT_DB
 
 
-class StoreURLError(ValueError):
+class StoreURLError(LlmtapError, ValueError):
     pass
 
 
@@ -35,6 +37,7 @@ def open_backend(
     read_url: str = "",
     *,
     for_reading: bool = False,
+    limits: QueryLimits | None = None,
     engine_process: bool = False,
 ) -> Backend | None:
     """The backend for a store URL; ``none`` means no store (OTLP export only).
@@ -43,9 +46,11 @@ def open_backend(
     server store: a user with ``SELECT`` on the llmtap database only (docs/security.md).
     ``for_reading`` (the read commands): never create a store, and a server store is not connected
     as the writer at all. An embedded path that holds none and a server database without llmtap's
-    tables are refused with a :class:`StoreURLError`. ``engine_process`` (the sidecar): the embedded
+    tables are refused with a :class:`StoreURLError`. ``limits`` bound every admin query (default
+    :class:`~llmtap.store.readonly.QueryLimits`). ``engine_process`` (the sidecar): the embedded
     engine runs in a process of its own, started when needed (:mod:`.engine`).
     """
+    limits = limits or QueryLimits()
     if url.strip().lower() == "none":
         return None
     scheme = urlsplit(url).scheme.lower()
@@ -60,16 +65,21 @@ def open_backend(
         if engine_process:
             from .engine import EngineClient
 
-            engine = EngineClient(path, DEFAULT_DB, retention)
+            engine = EngineClient(path, DEFAULT_DB, retention, limits)
             engine.start()  # the store is created or upgraded now, and a broken one said so at start
             return engine
-        return ChdbBackend(path, DEFAULT_DB, retention)
+        return ChdbBackend(path, DEFAULT_DB, retention, limits)
     if scheme in ("clickhouse", "clickhouses"):
         from .clickhouse import ClickHouseBackend, ClickHouseURLError
 
         try:
             return ClickHouseBackend(
-                url, retention=retention, read_url=read_url, writer=not for_reading, read_only=for_reading
+                url,
+                retention=retention,
+                read_url=read_url,
+                writer=not for_reading,
+                read_only=for_reading,
+                limits=limits,
             )
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None

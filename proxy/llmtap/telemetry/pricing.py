@@ -43,6 +43,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import LlmtapError
 from ..providers import genai_prices_id, priced_by_model, self_hosted
 from ..record import CallRecord, CostSource
 
@@ -55,7 +56,7 @@ LookupResult = Literal["hit", "model_only", "miss"]
 by the model name alone, or not priced."""
 
 
-class PriceFileError(ValueError):
+class PriceFileError(LlmtapError, ValueError):
     pass
 
 

@@ -11,9 +11,8 @@ attribute; they share one processor and exporter.
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -26,6 +25,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 from .. import SCOPE_NAME, __version__
 from ..record import CallRecord
 from .semconv import span_attributes, span_name
+
+if TYPE_CHECKING:
+    from ..config import Otlp
 
 log = logging.getLogger("llmtap.spans")
 MAX_PROVIDERS = 256
@@ -47,16 +49,14 @@ class _PresetIds(IdGenerator):
         return int(self._local.ids[1])
 
 
-def otlp_exporter(endpoint: str | None) -> SpanExporter:
-    """An OTLP exporter honouring the standard OTEL_EXPORTER_OTLP_* variables.
+def otlp_exporter(endpoint: str | None, otlp: Otlp) -> SpanExporter:
+    """An OTLP exporter honouring the standard OTEL_EXPORTER_OTLP_* variables (``otlp``: the ones
+    llmtap reads itself, :class:`llmtap.config.Otlp`; the exporter reads the others).
 
     ``endpoint`` is a base URL like OTEL_EXPORTER_OTLP_ENDPOINT (``/v1/traces`` is added for
     http/protobuf); OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, when set, wins as the spec says.
     """
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    ) or "http/protobuf"
-    traces_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    protocol, traces_endpoint = otlp.protocol, otlp.traces_endpoint
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 

@@ -7,16 +7,15 @@
   ``$LLMTAP_FAULT_TEE_DELAY_MS`` (default 2) on the event loop — slow code of llmtap's own,
   which the self-overhead measure (``overhead_ms``, ``llmtap_overhead_seconds``) must show.
 
-Off unless the variable is set; it exists so that fail-open behaviour is tested on the
-real process, not on a mock of it. Wired by the composition root (:mod:`llmtap.app`) only:
-nothing on the traffic path imports this module.
+Off unless the variable is set (read with the rest of the environment, :class:`llmtap.config.Environment`);
+it exists so that fail-open behaviour is tested on the real process, not on a mock of it. Wired by the
+composition root (:mod:`llmtap.app`) only: nothing on the traffic path imports this module.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 
 from ..adapters import Adapter
@@ -25,10 +24,6 @@ from ..record import CallRecord
 
 class InjectedFault(RuntimeError):
     pass
-
-
-def enabled(name: str) -> bool:
-    return name in {x.strip() for x in os.environ.get("LLMTAP_FAULT_INJECT", "").split(",") if x.strip()}
 
 
 def _raise(*_: Any) -> None:
@@ -46,12 +41,11 @@ def _delayed(hook: Callable[..., Any], seconds: float) -> Callable[..., Any]:
     return slow
 
 
-def adapter_factory() -> Callable[[type[Adapter]], Adapter] | None:
-    """Builds adapters whose stream and body hooks raise (``adapter``) or are slow (``tee_delay``)."""
-    failing, slow = enabled("adapter"), enabled("tee_delay")
+def adapter_factory(faults: Set[str], delay: float) -> Callable[[type[Adapter]], Adapter] | None:
+    """Builds adapters whose stream and body hooks raise (``adapter``) or wait ``delay`` seconds (``tee_delay``)."""
+    failing, slow = "adapter" in faults, "tee_delay" in faults
     if not failing and not slow:
         return None
-    delay = float(os.environ.get("LLMTAP_FAULT_TEE_DELAY_MS") or 2) / 1000.0
 
     def make(cls: type[Adapter]) -> Adapter:
         adapter = cls()
@@ -76,5 +70,5 @@ class FailingSink:
         pass
 
 
-def sinks() -> list[Any]:
-    return [FailingSink()] if enabled("sink") else []
+def sinks(faults: Set[str]) -> list[Any]:
+    return [FailingSink()] if "sink" in faults else []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -17,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..config import Environment
 
 LLMTAP = [sys.executable, "-m", "llmtap"]
 LLMTAP_PY = [sys.executable, "-m"]
@@ -69,7 +70,7 @@ def start_mock(cert_dir: Path, env: dict[str, str] | None = None) -> Mock:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env={**Environment.read().variables, **(env or {})},
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -186,7 +187,7 @@ def start_sidecar(
     args += list(extra)
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir.parent / f"{data_dir.name}.log"
-    penv = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    penv = {k: v for k, v in Environment.read().variables.items() if not k.upper().endswith("_PROXY")}
     penv.update(env or {})
     with open(log, "w") as f:
         proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=penv)

@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..providers import ProviderName
 from ..record import CallRecord
 from ..telemetry.pricing import Pricer
 
@@ -33,7 +34,7 @@ MARGIN = 900
 @dataclass(frozen=True)
 class Spec:
     feature: str
-    provider: str
+    provider: ProviderName
     model: str
     calls: int  # per baseline day
     input_tokens: int
@@ -193,7 +194,7 @@ def _record(
 
 def error_burst_records(
     end: float,
-    provider: str = "openai",
+    provider: ProviderName = "openai",
     model: str = "gpt-4o-mini",
     calls: int = 40,
     errors: int = 6,

@@ -20,11 +20,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..record import CacheMissReason, CallRecord, ErrorType
+from ..providers import ProviderName
+from ..record import Api, CacheMissReason, CallRecord, ErrorType
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
 
-MODELS = [  # provider, api, request model, response model, weight, mean output tokens, ttft ms
+MODELS: list[tuple[ProviderName, Api, str, str, int, int, int]] = [
+    # provider, api, request model, response model, weight, mean output tokens, ttft ms
     ("openai", "openai.chat_completions", "gpt-4o", "gpt-4o-2024-08-06", 30, 350, 450),
     ("openai", "openai.chat_completions", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", 40, 250, 300),
     ("openai", "openai.responses", "o3-mini", "o3-mini-2025-01-31", 8, 900, 2500),

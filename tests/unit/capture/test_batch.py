@@ -3,50 +3,23 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmtap.adapters import route
-from llmtap.capture import Capture, End, RequestFacts, build
 from llmtap.capture.batch import BatchExpander
-from llmtap.capture.estimate import TokenEstimator
+from llmtap.testing import builders
 from llmtap.testing.mock import batches
-
-OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
 
 
 def capture(
     method: str, host: str, path: str, body: dict[str, Any] | None, reply: Any, cuts: list[int] | None = None
 ) -> Any:
-    hdrs = frozenset({"anthropic-version"}) if "anthropic" in host else frozenset()
-    match = route(method, host, path, hdrs)
-    assert match is not None, path
-    now = time.monotonic()
-    facts = RequestFacts(
-        method,
-        host,
-        443,
-        path,
-        [],
-        json.dumps(body).encode() if body else b"",
-        time.time(),
-        now,
-        match.provider,
-        match.api,
-        trace_id="a" * 32,
-        span_id="b" * 16,
-    )
-    cap = Capture(facts, match.adapter())
-    cap.on_response_headers(reply.status, list(reply.headers), now)
-    data = b"".join(reply.chunks)
-    points = sorted({c % (len(data) + 1) for c in (cuts or [])})
-    for a, b in zip([0, *points], [*points, len(data)], strict=True):
-        assert cap.tee(data[a:b]) == data[a:b]
-    cap.tee(b"")
-    return build(cap, End("complete", time.monotonic()), OFFLINE)
+    hdrs = ("anthropic-version",) if "anthropic" in host else ()
+    cap = builders.capture(path, body or b"", host=host, method=method, request_headers=hdrs)
+    builders.respond(cap, reply.status, reply.headers, builders.split(b"".join(reply.chunks), cuts))
+    return builders.finish(cap)
 
 
 def openai_batch(n: int, bad: int | None = None) -> tuple[str, str]:

@@ -4,18 +4,12 @@ the provider, or that it refused, has none."""
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 import pytest
 
-from llmtap.adapters import route
-from llmtap.capture import Capture, End, RequestFacts, build
-from llmtap.capture.estimate import TokenEstimator
-from llmtap.testing import mock
+from llmtap.testing import builders, mock
 
-OFFLINE = TokenEstimator(loader=lambda name: (_ for _ in ()).throw(OSError("offline")))
 PROMPT = {"role": "user", "content": "tell me about the lighthouse keeper and the storm " * 20}
 
 
@@ -29,19 +23,11 @@ def capture(
     message: str = "",
 ) -> Any:
     host = "api.anthropic.com" if "messages" in path else "api.openai.com"
-    match = route("POST", host, path, frozenset({"anthropic-version"} if "messages" in path else set()))
-    assert match is not None
-    now = time.monotonic()
-    facts = RequestFacts(
-        "POST", host, 443, path, [], json.dumps(body).encode(), time.time(), now, match.provider, match.api
-    )
-    cap = Capture(facts, match.adapter())
+    cap = builders.capture(path, body, host=host, request_headers=("anthropic-version",) if "messages" in path else ())
     if status != 0:
         reply = mock.plan(path, {"x-mock-scenario": scenario} if scenario else {}, body)
-        cap.on_response_headers(status or reply.status, list(reply.headers), now)
-        for c in reply.chunks[:chunks]:
-            cap.tee(c)
-    return build(cap, End(end, time.monotonic(), message), OFFLINE)[0]  # type: ignore[arg-type]
+        builders.respond(cap, status or reply.status, reply.headers, reply.chunks[:chunks])
+    return builders.finish(cap, end, message)[0]  # type: ignore[arg-type]
 
 
 def test_anthropic_stream_cut_after_message_start_is_partial() -> None:

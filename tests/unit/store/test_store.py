@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import secrets
@@ -11,94 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmtap.record import COLUMN_NAMES, CallRecord
+from llmtap.record import COLUMN_NAMES
 from llmtap.store import rowbinary, schema_statements
 from llmtap.store.embedded import ChdbBackend
 from llmtap.store.writer import rejects_rows
 from llmtap.telemetry.semconv import otel_traces_row
-from llmtap.testing import synthetic
+from llmtap.testing import builders, synthetic
 
 
 @pytest.fixture
 def backend(inproc_store: ChdbBackend) -> ChdbBackend:
     return inproc_store
-
-
-def full_record(**kw: object) -> CallRecord:
-    r = CallRecord(
-        timestamp=1795950880.123456,
-        trace_id="ab" * 16,
-        span_id="cd" * 8,
-        service="checkout",
-        provider="openai",
-        api="openai.chat_completions",
-        operation="chat",
-        server_address="api.openai.com",
-        request_model="gpt-4o",
-        response_model="gpt-4o-2024-08-06",
-        request_id="req_1",
-        response_id="chatcmpl-1",
-        stream=True,
-        status_code=200,
-        outcome="error",
-        error_type="rate_limited",
-        error_code="rate_limit_exceeded",
-        error_message="slow down ☃",
-        mid_stream_error=True,
-        finish_reason="error",
-        finish_reason_raw="",
-        input_tokens=2048,
-        output_tokens=96,
-        cache_read_tokens=1024,
-        cache_write_tokens=12,
-        reasoning_tokens=64,
-        usage_source="provider",
-        cost_usd=0.0123,
-        input_cost_usd=0.01,
-        output_cost_usd=0.0023,
-        ttfb_ms=101.5,
-        ttft_ms=250.25,
-        duration_ms=1234.5,
-        decode_ms=900.125,
-        itl_p50_ms=10.5,
-        itl_p95_ms=30.75,
-        itl_max_ms=120.0,
-        output_tokens_per_s=106.6,
-        provider_processing_ms=42.0,
-        content_events=80,
-        tool_calls=2,
-        max_output_tokens=4096,
-        retry_after_s=11.054,
-        ratelimit_remaining_requests=4999,
-        ratelimit_remaining_tokens=-1,
-        request_bytes=1000,
-        response_bytes=20000,
-        user_id="u",
-        session_id="s",
-        tenant="t",
-        feature="f",
-        prompt_version="v2",
-        api_key_id="0123abcd",
-        request_hash="ff" * 16,
-        transport="websocket",
-        connection_id="conn-1",
-        service_tier="flex",
-        request_service_tier="auto",
-        cache_write_1h_tokens=7,
-        cost_source="genai-prices:model",
-        price_version="0.0.40",
-        billing="subscription",
-        client_name="claude-code",
-        client_version="2.0.14",
-        ratelimit_headers={"anthropic-ratelimit-unified-status": "allowed", "retry-after": "3"},
-        attempt=3,
-        cache_miss_reason="tools_changed",
-        cache_miss_cost_usd=0.0042,
-        overhead_ms=0.25,
-        batch_id="batch_abc",
-        uncached_input_cost_usd=0.02,
-    )
-    return dataclasses.replace(r, **kw)  # type: ignore[arg-type]
 
 
 def read_row(backend: ChdbBackend, span_id: str) -> dict[str, object]:
@@ -109,7 +31,7 @@ def read_row(backend: ChdbBackend, span_id: str) -> dict[str, object]:
 
 
 def test_every_column_round_trips_through_the_span(backend: ChdbBackend) -> None:
-    r = full_record(span_id="01" * 8)
+    r = builders.sample_record(span_id="01" * 8)
     backend.insert_spans([otel_traces_row(r)])
     row = read_row(backend, r.span_id)
     assert set(row) == set(COLUMN_NAMES) - {"server_port"}
@@ -123,7 +45,7 @@ def test_every_column_round_trips_through_the_span(backend: ChdbBackend) -> None
 
 
 def test_unknown_values_are_null_not_zero(backend: ChdbBackend) -> None:
-    r = full_record(
+    r = builders.sample_record(
         span_id="02" * 8,
         cost_usd=None,
         input_cost_usd=None,
@@ -162,7 +84,7 @@ def test_unknown_values_are_null_not_zero(backend: ChdbBackend) -> None:
 
 
 def test_view_ignores_other_instrumentation_scopes(backend: ChdbBackend) -> None:
-    row = otel_traces_row(full_record(span_id="03" * 8))
+    row = otel_traces_row(builders.sample_record(span_id="03" * 8))
     row["ScopeName"] = "opentelemetry.instrumentation.httpx"
     backend.insert_spans([row])
     out = backend.query("SELECT count() FROM llm_calls WHERE span_id = '" + "03" * 8 + "'", "CSV")
@@ -182,7 +104,7 @@ def test_schema_is_idempotent(backend: ChdbBackend) -> None:
 
 
 def test_store_deduplicates_a_resent_batch(backend: ChdbBackend) -> None:
-    r = full_record(span_id="04" * 8)
+    r = builders.sample_record(span_id="04" * 8)
     row = rowbinary.encode(otel_traces_row(r))
     backend.insert_rows([row], "seg:0:1-test")
     backend.insert_rows([row], "seg:0:1-test")
@@ -191,7 +113,7 @@ def test_store_deduplicates_a_resent_batch(backend: ChdbBackend) -> None:
 
 
 def test_hourly_rollup_is_fed_by_the_view_chain(backend: ChdbBackend) -> None:
-    r = full_record(span_id="05" * 8, feature="rollup-test", cost_usd=0.5, ttft_ms=100.0, duration_ms=200.0)
+    r = builders.sample_record(span_id="05" * 8, feature="rollup-test", cost_usd=0.5, ttft_ms=100.0, duration_ms=200.0)
     backend.insert_spans([otel_traces_row(r)])
     out = backend.query(
         "SELECT sum(calls) AS calls, sum(errors) AS errors, sum(cost_usd_sum) AS cost, "

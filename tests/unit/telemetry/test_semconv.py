@@ -2,76 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from llmtap.record import COLUMN_NAMES, CallRecord
+from llmtap.record import COLUMN_NAMES
 from llmtap.telemetry.semconv import SEMCONV, as_string, es6_number, span_attributes
-
-
-def full_record(**kw: object) -> CallRecord:
-    r = CallRecord(
-        timestamp=1795950880.123456,
-        trace_id="ab" * 16,
-        span_id="cd" * 8,
-        service="checkout",
-        provider="openai",
-        api="openai.chat_completions",
-        operation="chat",
-        server_address="api.openai.com",
-        request_model="gpt-4o",
-        response_model="gpt-4o-2024-08-06",
-        request_id="req_1",
-        response_id="chatcmpl-1",
-        stream=True,
-        status_code=200,
-        outcome="error",
-        error_type="rate_limited",
-        error_code="rate_limit_exceeded",
-        error_message="slow down ☃",
-        mid_stream_error=True,
-        finish_reason="error",
-        finish_reason_raw="",
-        input_tokens=2048,
-        output_tokens=96,
-        cache_read_tokens=1024,
-        cache_write_tokens=12,
-        reasoning_tokens=64,
-        usage_source="provider",
-        cost_usd=0.0123,
-        input_cost_usd=0.01,
-        output_cost_usd=0.0023,
-        ttfb_ms=101.5,
-        ttft_ms=250.25,
-        duration_ms=1234.5,
-        decode_ms=900.125,
-        itl_p50_ms=10.5,
-        itl_p95_ms=30.75,
-        itl_max_ms=120.0,
-        output_tokens_per_s=106.6,
-        provider_processing_ms=42.0,
-        content_events=80,
-        tool_calls=2,
-        max_output_tokens=4096,
-        retry_after_s=11.054,
-        ratelimit_remaining_requests=4999,
-        ratelimit_remaining_tokens=-1,
-        request_bytes=1000,
-        response_bytes=20000,
-        user_id="u",
-        session_id="s",
-        tenant="t",
-        feature="f",
-        prompt_version="v2",
-        api_key_id="0123abcd",
-        request_hash="ff" * 16,
-    )
-    return dataclasses.replace(r, **kw)  # type: ignore[arg-type]
+from llmtap.testing import builders
 
 
 def test_span_attributes_use_genai_names() -> None:
-    attrs = span_attributes(full_record())
+    attrs = span_attributes(builders.sample_record())
     for name in (
         "gen_ai.provider.name",
         "gen_ai.operation.name",

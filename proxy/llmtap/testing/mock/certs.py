@@ -5,44 +5,29 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-CERT_NAMES = (  # the names on the mock's certificate
-    "api.openai.com",
-    "api.anthropic.com",
-    "localhost",
-    "*.openai.azure.com",
-    "openrouter.ai",
-    "api.groq.com",
-    "api.deepseek.com",
-    "api.mistral.ai",
-    "api.x.ai",
-    "generativelanguage.googleapis.com",
-    "*.googleapis.com",
-    "aiplatform.googleapis.com",
-    "*.us-east-1.amazonaws.com",
-    "ollama.internal",
-    "chatgpt.com",
-    "*.githubcopilot.com",
-    "api.individual.githubcopilot.com",
-    "*.gateway.internal",  # gateways and proxies reached with --intercept (an Azure APIM, a Vertex proxy)
-)
-# Every host the mock stands in for (llmtap run --connect-to HOST:443:127.0.0.1:PORT for each).
-HOSTS = (
-    "api.openai.com",
-    "api.anthropic.com",
-    "generativelanguage.googleapis.com",
-    "us-central1-aiplatform.googleapis.com",
-    "bedrock-runtime.us-east-1.amazonaws.com",
-    "myres.openai.azure.com",
-    "openrouter.ai",
-    "api.groq.com",
-    "api.deepseek.com",
-    "api.mistral.ai",
-    "api.x.ai",
-    "chatgpt.com",
-    "cloudcode-pa.googleapis.com",
-    "api.githubcopilot.com",
-    "api.individual.githubcopilot.com",
-)
+from ...providers import PROVIDERS, known_hosts, plain_name
+
+# Every host the mock stands in for (llmtap run --connect-to HOST:443:127.0.0.1:PORT for each): a real
+# name for each host pattern of the provider table.
+HOSTS: tuple[str, ...] = tuple(known_hosts())
+# Names of its own: self-hosted servers and gateways and proxies reached with --intercept (an Azure APIM,
+# a Vertex proxy).
+OWN_NAMES = ("localhost", "ollama.internal", "*.gateway.internal")
+_ANY_LABEL = "[a-z0-9-]+\\."
+
+
+def _wildcards() -> list[str]:
+    """``*.openai.azure.com`` for a pattern whose first label is any label: other resources' names too."""
+    out = []
+    for p in PROVIDERS:
+        for pattern in p.hosts:
+            rest = plain_name(pattern.removeprefix(_ANY_LABEL)) if pattern.startswith(_ANY_LABEL) else None
+            if rest:
+                out.append("*." + rest)
+    return out
+
+
+CERT_NAMES: tuple[str, ...] = (*HOSTS, *_wildcards(), *OWN_NAMES)  # the names on the mock's certificate
 
 
 # -- TLS ----------------------------------------------------------------------------

@@ -10,13 +10,13 @@ produced it and the recorded status and headers::
 
 The mock serves the recorded status, headers and bytes, split where the provider's frames end
 (SSE events, NDJSON lines, event-stream messages; a JSON body in one piece) and paced by the
-reply's delay. The corpus root is ``$LLMTAP_MOCK_REPLAY_DIR``; a name that leaves it is refused.
+reply's delay. The corpus root is ``$LLMTAP_MOCK_REPLAY_DIR`` (the server's
+:class:`~llmtap.config.MockDefaults`); a name that leaves it is refused.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,9 +87,9 @@ def frames(rec: Recording) -> list[bytes]:
     return out
 
 
-def reply(name: str, root: str | None = None) -> Reply:
-    """The mock's reply for ``x-mock-replay: name``: recorded status, headers and frames."""
-    base = root or os.environ.get(REPLAY_DIR_ENV, "")
+def reply(name: str, root: str) -> Reply:
+    """The mock's reply for ``x-mock-replay: name``: recorded status, headers and frames from corpus ``root``."""
+    base = root
     if not base:
         return json_reply(500, {"error": {"message": f"set {REPLAY_DIR_ENV} to replay recordings"}})
     try:

@@ -9,7 +9,8 @@ valid for the providers' host names (issued by its own CA, written to
 A scenario is picked by the ``x-mock-scenario`` request header, else by a model
 name of the form ``mock-<scenario>``; ``x-mock-delay-ms`` sets the gap between
 events (default 5 ms, or ``$LLMTAP_MOCK_DELAY_MS``), ``x-mock-events`` the number of content events
-of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``; the completion tokens reported), ``x-mock-prompt-tokens``
+of a chat stream (default 8, or ``$LLMTAP_MOCK_EVENTS``; the completion tokens reported; those variables
+are the server's :class:`~llmtap.config.MockDefaults`), ``x-mock-prompt-tokens``
 the prompt tokens an OpenAI chat or Anthropic reply reports, ``x-mock-stamp: 1`` prefixes each event
 with an SSE comment carrying its send time (``x-mock-stamp: content`` starts each content delta's text
 with ``@<send time>|`` instead, which survives gateways that re-encode the stream). ``GET /_mock/requests``
@@ -31,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import os
 import re
 import ssl
 import sys
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ...adapters import route
+from ...config import MockDefaults
 from . import agents, anthropic, batches, bedrock, billing, gemini, hostile, ollama, openai, replay, websocket
 from .certs import ensure_certs
 from .common import Reply, json_reply
@@ -104,7 +105,9 @@ def special(method: str, path: str, headers: dict[str, str], raw: bytes, body: d
 _failures: dict[str, int] = {}  # x-mock-fail-key → failures served so far
 
 
-def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+def plan(path: str, headers: dict[str, str], body: dict[str, Any], defaults: MockDefaults | None = None) -> Reply:
+    """The reply to a call of a wire API; ``defaults`` stand in for the ``x-mock-*`` headers a client cannot send."""
+    defaults = defaults or MockDefaults()
     body = _knobs(headers, body)
     key = headers.get("x-mock-fail-key", "")
     if key and _failures.get(key, 0) < int(headers.get("x-mock-fail-first", "0") or 0):
@@ -112,7 +115,7 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         _failures[key] = _failures.get(key, 0) + 1
         headers = {**headers, "x-mock-scenario": headers.get("x-mock-fail-with", "rate_limit_429")}
     if headers.get("x-mock-replay"):  # a recorded response, served as recorded (see .replay)
-        reply = replay.reply(headers["x-mock-replay"])
+        reply = replay.reply(headers["x-mock-replay"], defaults.replay_dir)
         if "x-mock-delay-ms" in headers:
             reply.delay = float(headers["x-mock-delay-ms"]) / 1000.0
         return reply
@@ -128,15 +131,15 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
     if handler is None:
         return json_reply(404, {"error": {"message": f"no mock route for {path}", "type": "not_found_error"}})
     if match is not None and match.api in TUNABLE:
-        events = headers.get("x-mock-events") or os.environ.get("LLMTAP_MOCK_EVENTS")
-        if events:  # benchmarks: stream length
+        events = headers.get("x-mock-events") or defaults.events
+        if events is not None and events != "":  # benchmarks: stream length
             body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
         prompt = headers.get("x-mock-prompt-tokens")
         if prompt:  # the demo: realistic prompt sizes in the reported usage
             body = {**body, "_mock_prompt_tokens": max(1, min(int(prompt), 10_000_000))}
         reply = handler(path, body, scenario or "default")
-        delay = headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS")
-        if delay:  # per request, or a default for clients that cannot send headers (gateways)
+        delay = headers.get("x-mock-delay-ms") or defaults.delay_ms
+        if delay is not None and delay != "":  # per request, or a default for clients that cannot send headers
             reply.delay = float(delay) / 1000.0
         if headers.get("x-mock-stamp") == "1":  # benchmarks: each event carries its send time
             reply.stamp = True
@@ -153,7 +156,8 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
 
 
 class MockServer:
-    def __init__(self) -> None:
+    def __init__(self, defaults: MockDefaults | None = None) -> None:
+        self.defaults = defaults or MockDefaults()
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
         self.sockets: deque[websocket.Socket] = deque(maxlen=50)
 
@@ -170,7 +174,7 @@ class MockServer:
                         headers[k.strip().lower()] = v.strip()
                 if headers.get("upgrade", "").lower() == "websocket":
                     self.requests.append({"method": method, "path": path, "headers": headers, "body": ""})
-                    await websocket.session(reader, writer, head, headers, self.sockets)
+                    await websocket.session(reader, writer, head, headers, self.sockets, self.defaults.delay_ms)
                     return
                 raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 if headers.get("content-encoding") == "gzip":
@@ -193,7 +197,7 @@ class MockServer:
                     except ValueError:
                         body = {}
                     body = body if isinstance(body, dict) else {}
-                    reply = special(method, path, headers, raw, body) or plan(path, headers, body)
+                    reply = special(method, path, headers, raw, body) or plan(path, headers, body, self.defaults)
                 await self.send(writer, reply)
                 if reply.abort:
                     writer.transport.abort()
@@ -250,12 +254,12 @@ class MockServer:
             await writer.drain()
 
 
-async def _main(host: str, port: int, cert_dir: Path) -> None:
+async def _main(host: str, port: int, cert_dir: Path, defaults: MockDefaults) -> None:
     ca, crt, key = ensure_certs(cert_dir)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(crt, key)
     ctx.set_alpn_protocols(["http/1.1"])
-    mock = MockServer()
+    mock = MockServer(defaults)
     server = await asyncio.start_server(mock.handle, host, port, ssl=ctx)
     bound = server.sockets[0].getsockname()
     print(json.dumps({"host": bound[0], "port": bound[1], "ca": str(ca.resolve())}), flush=True)
@@ -263,9 +267,9 @@ async def _main(host: str, port: int, cert_dir: Path) -> None:
         await server.serve_forever()
 
 
-def serve(host: str, port: int, cert_dir: Path) -> int:
+def serve(host: str, port: int, cert_dir: Path, defaults: MockDefaults | None = None) -> int:
     try:
-        asyncio.run(_main(host, port, cert_dir))
+        asyncio.run(_main(host, port, cert_dir, defaults or MockDefaults()))
     except KeyboardInterrupt:
         pass
     return 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -117,6 +116,7 @@ async def session(
     head: bytes,
     headers: dict[str, str],
     sockets: deque[Socket],
+    default_delay_ms: float | None = None,
 ) -> None:
     from . import realtime, ws_responses
 
@@ -142,7 +142,8 @@ async def session(
         await writer.drain()
         writer.close()
         return
-    delay = float(headers.get("x-mock-delay-ms") or os.environ.get("LLMTAP_MOCK_DELAY_MS") or 5) / 1000.0
+    given = headers.get("x-mock-delay-ms") or default_delay_ms
+    delay = float(given if given is not None else 5) / 1000.0
     sock = Socket(request.target, headers, delay, headers.get("x-mock-scenario", ""))
     sockets.append(sock)
     sess = kind(sock)
