@@ -242,6 +242,12 @@ def _google_details(details: Any, err: ErrorInfo) -> None:
                 pass
 
 
+def may_carry_error(obj: dict[str, Any]) -> bool:
+    """Whether :func:`error_from_body` can find an error in ``obj`` without a status (a 2xx body or event):
+    the cheap test a stream's every event takes before the full one."""
+    return "error" in obj or obj.get("object") == "error" or obj.get("type") == "error"
+
+
 def error_from_body(obj: Any, status: int = 0) -> ErrorInfo | None:
     """The error carried by a JSON body, in any of the shapes providers use.
 

@@ -16,6 +16,7 @@ from .base import (
     as_str,
     d,
     error_from_body,
+    may_carry_error,
     output_with_reasoning,
 )
 
@@ -82,7 +83,7 @@ class OpenAIChat(Adapter):
             )
             self.req.wants_stream_usage = d(body, "stream_options").get("include_usage") is True
 
-    def _meta(self, obj: dict[str, Any]) -> None:
+    def _meta(self, obj: dict[str, Any], groq: Any = None) -> None:
         model = obj.get("model")
         if model and isinstance(model, str):
             self.obs.response_model = model
@@ -93,8 +94,8 @@ class OpenAIChat(Adapter):
         if rid and isinstance(rid, str) and not self.obs.response_id:
             self.obs.response_id = rid
         usage = obj.get("usage")
-        groq = d(obj, "x_groq")
-        if not isinstance(usage, dict) and isinstance(groq.get("usage"), dict):
+        groq = groq if groq is not None else obj.get("x_groq")
+        if not isinstance(usage, dict) and isinstance(groq, dict) and isinstance(groq.get("usage"), dict):
             usage = groq["usage"]  # Groq reports usage under x_groq on the final chunk
         if isinstance(usage, dict):
             # Chat streams report usage once, in a closing chunk: it is final (also beside an error).
@@ -143,10 +144,11 @@ class OpenAIChat(Adapter):
         obj = self.parse(data)
         if not isinstance(obj, dict):
             return
-        err = error_from_body(obj)
-        if err is None and isinstance(d(obj, "x_groq").get("error"), str):
-            err = ErrorInfo(message=cap_message(obj["x_groq"]["error"]))
-        self._meta(obj)
+        err = error_from_body(obj) if may_carry_error(obj) else None
+        groq = obj.get("x_groq")
+        if err is None and isinstance(groq, dict) and isinstance(groq.get("error"), str):
+            err = ErrorInfo(message=cap_message(groq["error"]))
+        self._meta(obj, groq)
         choices = obj.get("choices")
         has_content = False
         for choice in choices if isinstance(choices, list) else []:

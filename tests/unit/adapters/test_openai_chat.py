@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from corpus import check, replay_row
 from llmtap.testing import builders
@@ -357,3 +359,22 @@ def test_azure_deployment_path_on_a_gateway_host() -> None:
     # The same recording behind an API-management gateway (--intercept): the path names Azure.
     r = replay_row("azure/chat_content_filter_results.json", host="apim.example.com")
     assert (r.provider, r.api, r.request_model) == ("azure.ai.openai", "openai.chat_completions", "gpt-4o")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["error", "object", "type", "message", "Message", "code", "status_code", "x"])
+_VALUES = st.sampled_from(["error", "chat.completion.chunk", "", None, {}, {"message": "m"}, "boom", 429]) | _JSON
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=5))
+def test_the_cheap_error_test_misses_no_error(obj: dict[str, Any]) -> None:
+    """An event skips error_from_body only when error_from_body would find nothing in it."""
+    from llmtap.adapters.base import error_from_body, may_carry_error
+
+    if not may_carry_error(obj):
+        assert error_from_body(obj) is None
