@@ -1,10 +1,12 @@
-"""Finishing calls off the event loop: capture → record → enrichers → sinks.
+"""Finishing calls: capture → record → enrichers → sinks, in the recorder's process.
 
-The proxy hooks only :meth:`Pipeline.submit`; one worker thread builds each record (JSON
-bodies, estimation, percentiles), expands it (a batch's results download carries one record per
-item), runs the enrichers (pricing, content capture, retry and
-cache analysis: they may read the :class:`~llmtap.capture.CallContext`), redacts it, and
-hands it to every sink. A failing enricher or sink is counted and logged, never propagated.
+The recorder (:mod:`llmtap.capture.recorder`) calls :meth:`Pipeline.process` for every call a proxy
+worker ended, on its own thread; :meth:`Pipeline.submit` does the same on a thread of the pipeline's
+(for tools and tests that drive captures themselves). Each record is built (JSON bodies, estimation,
+percentiles), expanded (a batch's results download carries one record per item), enriched (pricing,
+content capture, retry and cache analysis: they may read the :class:`~llmtap.capture.CallContext`),
+redacted, and handed to every sink. A failing enricher or sink is counted and logged, never
+propagated. The time it all took is added to the call's ``overhead_ms`` (the sinks' as their mean).
 
 The pipeline owns its sinks' lifecycle, as an OpenTelemetry ``TracerProvider`` owns its span
 processors: :meth:`Pipeline.close` drains the queue, then flushes and closes every sink in
