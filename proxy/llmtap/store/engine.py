@@ -79,6 +79,40 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+class _Process:
+    """One engine process and the requests waiting for its answers."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.proc, self.sock = proc, sock
+        self.pending: dict[int, Future[Any]] = {}
+        self.send_lock = threading.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def answers(self, lock: threading.Lock) -> None:
+        """Its answers, to the requests that wait for them; when it stops, what it had not answered fails."""
+        try:
+            while True:
+                rid, ok, value = _recv(self.sock)
+                with lock:
+                    fut = self.pending.pop(rid, None)
+                if fut is None:
+                    continue
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(_error(value))
+        except (OSError, ValueError, EOFError):
+            pass
+        with lock:
+            waiting, self.pending = list(self.pending.values()), {}
+        for fut in waiting:
+            fut.set_exception(EngineError("the engine process stopped"))
+        self.sock.close()
+
+
 class EngineClient:
     """The supervisor's handle on the engine process (thread-safe: the writer and every reader share it)."""
 
@@ -92,11 +126,8 @@ class EngineClient:
     ) -> None:
         self.path, self.db, self.retention, self.idle_s = path, db, retention or {}, idle_s
         self.limits = limits or QueryLimits()
-        self._lock = threading.Lock()  # starting and stopping
-        self._send_lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-        self._pending: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()  # the current process, its requests, starting and stopping
+        self._engine: _Process | None = None
         self._ids = itertools.count(1)
         self._busy = 0
         self._last = time.monotonic()
@@ -130,7 +161,7 @@ class EngineClient:
         return bytes(self._call("read", sql, fmt, dict(params) if params else None, tag))
 
     def cancel(self, tag: str = "") -> None:
-        if self._proc is not None and self._proc.poll() is None:  # nothing runs in an engine that is not there
+        if self.running:  # nothing runs in an engine that is not there
             self._call("cancel", tag)
 
     def close(self) -> None:
@@ -139,7 +170,8 @@ class EngineClient:
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        engine = self._engine
+        return engine is not None and engine.alive
 
     def start(self) -> None:
         """Start the engine now (at start-up: the store is created or upgraded, and any error is seen)."""
@@ -151,25 +183,26 @@ class EngineClient:
         with self._lock:
             if self._closed:
                 raise EngineError("the store is closed")
-            sock = self._ensure()
+            engine = self._ensure()
             rid = next(self._ids)
             fut: Future[Any] = Future()
-            self._pending[rid] = fut
+            engine.pending[rid] = fut
             self._busy += 1
         try:
-            _send(sock, self._send_lock, (rid, method, args))
+            _send(engine.sock, engine.send_lock, (rid, method, args))
             return fut.result()
         except OSError as e:
             raise EngineError(f"the engine process is not answering ({e})") from None
         finally:
             with self._lock:
-                self._pending.pop(rid, None)
+                engine.pending.pop(rid, None)
                 self._busy -= 1
                 self._last = time.monotonic()
 
-    def _ensure(self) -> socket.socket:
-        if self._proc is not None and self._proc.poll() is None and self._sock is not None:
-            return self._sock
+    def _ensure(self) -> _Process:
+        """The running engine, started if need be (the caller holds the lock)."""
+        if self._engine is not None and self._engine.alive:
+            return self._engine
         ours, theirs = socket.socketpair()
         settings = json.dumps(
             {"path": str(self.path), "db": self.db, "retention": self.retention, "limits": asdict(self.limits)}
@@ -191,31 +224,10 @@ class EngineClient:
             proc.wait()
             raise _error(value)
         ours.settimeout(None)
-        self._proc, self._sock = proc, ours
+        engine = self._engine = _Process(proc, ours)
         self.starts += 1
-        threading.Thread(target=self._answers, args=(ours, proc), name="llmtap-engine", daemon=True).start()
-        return ours
-
-    def _answers(self, sock: socket.socket, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            while True:
-                rid, ok, value = _recv(sock)
-                fut = self._pending.get(rid)
-                if fut is None:
-                    continue
-                if ok:
-                    fut.set_result(value)
-                else:
-                    fut.set_exception(_error(value))
-        except (OSError, ValueError, EOFError):
-            pass
-        with self._lock:
-            for fut in list(self._pending.values()):
-                if not fut.done():
-                    fut.set_exception(EngineError("the engine process stopped"))
-            if self._proc is proc:
-                self._proc, self._sock = None, None
-        sock.close()
+        threading.Thread(target=engine.answers, args=(self._lock,), name="llmtap-engine", daemon=True).start()
+        return engine
 
     def _stop_when_idle(self) -> None:
         while not self._closed:
@@ -224,19 +236,18 @@ class EngineClient:
 
     def _stop(self, idle_only: bool = False) -> None:
         with self._lock:
-            proc, sock = self._proc, self._sock
-            if proc is None or sock is None:
+            engine = self._engine
+            if engine is None:
                 return
             if idle_only and (self._busy or time.monotonic() - self._last < self.idle_s):
                 return
-            self._proc, self._sock = None, None
+            self._engine = None
         try:
-            _send(sock, self._send_lock, (0, "close", ()))
-            proc.wait(30)
+            _send(engine.sock, engine.send_lock, (0, "close", ()))
+            engine.proc.wait(30)
         except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        sock.close()
+            engine.proc.kill()
+            engine.proc.wait()
 
 
 def _error(value: Any) -> Exception:
