@@ -19,6 +19,7 @@ from .base import (
     may_carry_error,
     output_with_reasoning,
 )
+from .deltas import DeltaTemplate
 
 # Delta keys that carry generated content. A role-only delta does not; neither does an empty one.
 _CONTENT_KEYS = ("content", "refusal", "reasoning_content", "reasoning", "audio")
@@ -67,13 +68,32 @@ def content_text(v: Any) -> str:
 AZURE_DEPLOYMENT = r"/openai/deployments/(?P<model>[^/]+)"
 
 
+def _text_only(obj: dict[str, Any]) -> bool:
+    """All the chunk says is one choice's text: one choice, a delta of ``content`` alone, no finish, no usage
+    (an event whose bytes later events repeat around another text: :mod:`.deltas`)."""
+    choices = obj.get("choices")
+    if obj.get("usage") is not None or not isinstance(choices, list) or len(choices) != 1:
+        return False
+    choice = choices[0]
+    if not isinstance(choice, dict) or choice.get("finish_reason"):
+        return False
+    delta = choice.get("delta")
+    return isinstance(delta, dict) and len(delta) == 1 and isinstance(delta.get("content"), str)
+
+
 class OpenAIChat(Adapter):
     api: ClassVar[Api] = "openai.chat_completions"
     operation: ClassVar[Operation] = "chat"
+    learns_deltas: ClassVar[bool] = True  # text-only chunks read from their bytes once one was parsed (.deltas)
     routes = (
         Route(AZURE_DEPLOYMENT + r"/chat/completions$", provider="azure.ai.openai"),
         Route(r"/chat/completions$"),
     )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._delta: DeltaTemplate | None = None
+        self._delta_obj: dict[str, Any] = {}  # the chunk the template was learned from, parsed
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -138,6 +158,14 @@ class OpenAIChat(Adapter):
 
     def on_event(self, ev: SSEEvent, t: float) -> None:
         data = ev.data
+        if self._delta is not None:  # the bytes of the text-only event seen before, with another text
+            text = self._delta.match(data)
+            if text is not None:
+                self._meta(self._delta_obj)  # what those same bytes said besides the text (model, tier, id)
+                if text:
+                    self.obs.text(text)
+                    self.content(t)
+                return
         if data.startswith("[DONE]"):
             self.obs.terminal = True
             return
@@ -166,6 +194,8 @@ class OpenAIChat(Adapter):
             return
         if has_content:
             self.content(t)
+        if self._delta is None and self.learns_deltas and groq is None and _text_only(obj):
+            self._delta, self._delta_obj = DeltaTemplate.learn(data), obj
 
     def _choice_text(self, choice: dict[str, Any]) -> bool:
         return False  # chat chunks carry content in ``delta`` only

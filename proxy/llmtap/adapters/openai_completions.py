@@ -11,6 +11,7 @@ from .openai_chat import AZURE_DEPLOYMENT, OpenAIChat
 class OpenAICompletions(OpenAIChat):
     api = "openai.completions"
     operation = "text_completion"
+    learns_deltas = False  # its chunks carry text in choices[].text: every one is parsed
     routes = (
         Route(AZURE_DEPLOYMENT + r"/completions$", provider="azure.ai.openai"),
         Route(r"(?<!/chat)/completions$"),

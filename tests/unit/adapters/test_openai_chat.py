@@ -378,3 +378,27 @@ def test_the_cheap_error_test_misses_no_error(obj: dict[str, Any]) -> None:
 
     if not may_carry_error(obj):
         assert error_from_body(obj) is None
+
+
+def test_openai_stream_with_obfuscation_padding_every_delta_counted() -> None:
+    # openai/chat_stream_obfuscation.sse: a role chunk (content ""), 300 chunks whose delta is {"content": "…"}
+    # (none empty) each with another random "obfuscation" string, a finish chunk "stop", then the usage chunk
+    # {prompt 16, completion 300, total 316}. The 300 text deltas are the content events (all but the first
+    # are read from their bytes: adapters/deltas.py), the text is what they carry.
+    r = check(
+        "openai/chat_stream_obfuscation.sse",
+        {
+            **OK,
+            "provider": "openai",
+            "request_model": "gpt-4.1-nano",
+            "response_model": "gpt-4.1-nano-2025-04-14",
+            "response_id": "chatcmpl-D8Z5oo6uDh67AD85p73ksdT1KxhE0",
+            "finish_reason": "stop",
+            "input_tokens": 16,
+            "output_tokens": 300,
+            "usage_source": "provider",
+            "content_events": 300,
+            "service_tier": "default",
+        },
+    )
+    assert r.stream is True

@@ -1,0 +1,128 @@
+"""Text-only chat chunks read from their bytes (``adapters/deltas.py``) observe exactly what a full parse of
+every chunk observes: on every recorded chat stream, and on generated streams with any text (quotes,
+escapes, control characters, any script), any padding, and chunks that change what the template assumed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corpus import names, recording
+from llmtap.adapters import OpenAIChat
+from llmtap.adapters.base import Observation
+from llmtap.adapters.deltas import DeltaTemplate
+from llmtap.decode import SSEDecoder
+
+
+class ParseEveryChunk(OpenAIChat):
+    learns_deltas = False
+
+
+class Counting(OpenAIChat):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parsed = 0
+
+    def parse(self, data: str) -> Any:  # type: ignore[override]
+        self.parsed += 1
+        return super().parse(data)
+
+
+def observe(adapter: OpenAIChat, body: bytes) -> dict[str, Any]:
+    dec = SSEDecoder()
+    for i, ev in enumerate([*dec.feed(body), *dec.flush()]):
+        adapter.on_event(ev, float(i))
+    return snapshot(adapter.obs)
+
+
+def snapshot(obs: Observation) -> dict[str, Any]:
+    out = {f.name: getattr(obs, f.name) for f in dataclasses.fields(obs) if f.name != "clock"}
+    c = obs.clock
+    out["clock"] = (c.first, c.last, c.count, list(c.gaps), c.gap_max)
+    return out
+
+
+CHAT_STREAMS = [
+    n for n in names() if n.endswith(".sse") and recording(n).path.rstrip("/").endswith("/chat/completions")
+]
+
+
+@pytest.mark.parametrize("name", CHAT_STREAMS)
+def test_every_recorded_chat_stream_is_observed_the_same(name: str) -> None:
+    body = recording(name).body
+    assert observe(OpenAIChat(), body) == observe(ParseEveryChunk(), body)
+
+
+def test_the_padded_text_chunks_of_a_real_stream_are_read_from_their_bytes() -> None:
+    a = Counting()
+    observe(a, recording("openai/chat_stream_obfuscation.sse").body)
+    assert a.obs.clock.count == 300 and a.parsed <= 4  # role, one text chunk, finish, usage ([DONE] is not parsed)
+
+
+TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from(['"', "\\", "\n", "\x00", "\x1f", "é", "\u2028"]))
+
+
+def chunk(delta: dict[str, Any], pad: str | None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": extra.pop("model", "gpt-4o"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": extra.pop("finish_reason", None)}],
+        **extra,
+    }
+    if pad is not None:
+        out["obfuscation"] = pad
+    return out
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    ascii_only = draw(st.booleans())
+    pad = draw(st.booleans())
+    events: list[str] = [json.dumps(chunk({"role": "assistant", "content": ""}, "x" if pad else None))]
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["text", "text", "text", "model", "finish", "tool", "raw", "usage", "error"]))
+        p = draw(TEXT) if pad else None
+        if kind == "text":
+            e = chunk({"content": draw(TEXT)}, p)
+        elif kind == "model":
+            e = chunk({"content": draw(TEXT)}, p, model=draw(st.sampled_from(["gpt-4o", "other"])))
+        elif kind == "finish":
+            e = chunk({"content": draw(TEXT)}, p, finish_reason="stop")
+        elif kind == "tool":
+            e = chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": draw(TEXT)}}]}, p)
+        elif kind == "usage":
+            e = chunk({}, p, usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})
+        elif kind == "error":
+            e = {"error": {"message": draw(TEXT), "type": "server_error"}}
+        else:  # bytes that look like a text chunk around a raw control character or quote: not JSON
+            t = json.dumps(chunk({"content": "@"}, p), ensure_ascii=ascii_only)
+            events.append(t.replace("@", draw(st.sampled_from(['"', "\x01", "\\x", "a\\"]))))
+            continue
+        events.append(json.dumps(e, ensure_ascii=ascii_only, separators=(",", ":")))
+    return b"".join(b"data: " + e.encode("utf-8", "surrogatepass") + b"\n\n" for e in [*events, "[DONE]"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(streams())
+def test_generated_streams_are_observed_the_same(body: bytes) -> None:
+    assert observe(OpenAIChat(), body) == observe(ParseEveryChunk(), body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, TEXT, TEXT, st.booleans())
+def test_a_template_reads_the_text_json_would(first: str, text: str, pad: str, padded: bool) -> None:
+    compact = {"ensure_ascii": False, "separators": (",", ":")}  # as OpenAI sends chunks
+    learned = json.dumps(chunk({"content": first}, pad if padded else None), **compact)  # type: ignore[arg-type]
+    tpl = DeltaTemplate.learn(learned)
+    assert tpl is not None
+    data = json.dumps(chunk({"content": text}, (pad + "!") if padded else None), **compact)  # type: ignore[arg-type]
+    got = tpl.match(data)
+    assert got == json.loads(data)["choices"][0]["delta"]["content"]
+    assert tpl.match(data.replace('"created":1', '"created":2')) is None  # anything else that changed: no match
