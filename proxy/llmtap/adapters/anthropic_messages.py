@@ -8,6 +8,7 @@ from ..decode import SSEEvent
 from ..providers import ProviderName
 from ..record import Api, Operation
 from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
+from .deltas import DeltaTemplate
 
 _CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -36,6 +37,7 @@ class AnthropicMessages(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._raw: dict[str, int] = {}  # Anthropic's own (exclusive) counters, last value wins
+        self._deltas: dict[str, DeltaTemplate] = {}  # per delta type, the bytes of one seen (.deltas)
 
     def on_target(self, path: str) -> None:
         if ":streamrawpredict" in path.split("?", 1)[0].lower():  # Claude on Vertex AI
@@ -91,6 +93,14 @@ class AnthropicMessages(Adapter):
         etype = ev.event
         if etype == "ping":
             return
+        if etype == "content_block_delta":  # a delta whose bytes are one seen before but for its text (.deltas)
+            for tpl in self._deltas.values():
+                text = tpl.match(ev.data)
+                if text is not None:
+                    if text:
+                        self.obs.text(text)
+                        self.content(t)
+                    return
         obj = self.parse(ev.data)
         if not isinstance(obj, dict):
             return
@@ -98,12 +108,17 @@ class AnthropicMessages(Adapter):
             etype = as_str(obj.get("type"))
         if etype == "content_block_delta":
             delta = d(obj, "delta")
-            key = _CONTENT_DELTAS.get(as_str(delta.get("type")))
+            dtype = as_str(delta.get("type"))
+            key = _CONTENT_DELTAS.get(dtype)
             if key is not None:
                 text = delta.get(key)
                 if isinstance(text, str) and text:  # an empty delta carries nothing
                     self.obs.text(text)
                     self.content(t)
+                if isinstance(text, str) and ev.event == "content_block_delta" and dtype not in self._deltas:
+                    learned = DeltaTemplate.learn(ev.data, key)
+                    if learned is not None:
+                        self._deltas[dtype] = learned
         elif etype == "content_block_start":
             block = d(obj, "content_block")
             btype = block.get("type")

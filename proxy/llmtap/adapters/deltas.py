@@ -3,7 +3,8 @@
 Most events of a chat stream are the same JSON object again and again with only its text changed —
 ``{"id":"chatcmpl-…","object":"chat.completion.chunk",…,"choices":[{"index":0,"delta":{"content":"…"},
 "finish_reason":null}],"usage":null,"obfuscation":"…"}`` (OpenAI pads each chunk with a random
-``obfuscation`` string). Once an adapter has parsed one such event in full and found that all it said was
+``obfuscation`` string), Anthropic's ``{"type":"content_block_delta","index":0,"delta":{"type":"text_delta",
+"text":"…"}}``. Once an adapter has parsed one such event in full and found that all it said was
 "this text", a :class:`DeltaTemplate` remembers its bytes around the two strings that vary; every later
 event whose bytes are that template with other strings in those two places is, to the byte, the same JSON
 with another text — so it has the same effect as the parsed one except for the text, and its text is read
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 
-_KEY = '"content":"'
 _PAD = '"obfuscation":"'
 # A JSON string's body as it can appear raw: no quote, no backslash but as an escape, no control character.
 _BODY = re.compile(r'(?:[^"\\\x00-\x1f]|\\.)*')
@@ -43,12 +43,13 @@ class DeltaTemplate:
         self.head, self.after_text, self.after_pad = head, after_text, after_pad
 
     @classmethod
-    def learn(cls, data: str) -> DeltaTemplate | None:
-        """The template of ``data``, an event whose whole meaning the caller found to be its text; ``None``
-        when its bytes do not have exactly one text string (and at most one padding string after it)."""
-        if data.count(_KEY) != 1 or data.count(_PAD) > 1:
+    def learn(cls, data: str, key: str = "content") -> DeltaTemplate | None:
+        """The template of ``data``, an event whose whole meaning the caller found to be the text under ``key``;
+        ``None`` when its bytes do not have exactly one such string (and at most one padding string after it)."""
+        field = f'"{key}":"'
+        if data.count(field) != 1 or data.count(_PAD) > 1:
             return None
-        start = data.index(_KEY) + len(_KEY)
+        start = data.index(field) + len(field)
         end = _BODY.match(data, start)
         if end is None or not data.startswith('"', end.end()):
             return None

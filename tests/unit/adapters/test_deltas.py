@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corpus import names, recording
-from llmtap.adapters import OpenAIChat
+from llmtap.adapters import AnthropicMessages, OpenAIChat
 from llmtap.adapters.base import Observation
 from llmtap.adapters.deltas import DeltaTemplate
 from llmtap.decode import SSEDecoder
@@ -33,7 +33,7 @@ class Counting(OpenAIChat):
         return super().parse(data)
 
 
-def observe(adapter: OpenAIChat, body: bytes) -> dict[str, Any]:
+def observe(adapter: Any, body: bytes) -> dict[str, Any]:
     dec = SSEDecoder()
     for i, ev in enumerate([*dec.feed(body), *dec.flush()]):
         adapter.on_event(ev, float(i))
@@ -126,3 +126,49 @@ def test_a_template_reads_the_text_json_would(first: str, text: str, pad: str, p
     got = tpl.match(data)
     assert got == json.loads(data)["choices"][0]["delta"]["content"]
     assert tpl.match(data.replace('"created":1', '"created":2')) is None  # anything else that changed: no match
+
+
+class AnthropicParseEvery(AnthropicMessages):
+    def on_event(self, ev: Any, t: float) -> None:
+        self._deltas.clear()  # nothing learned: every event parsed
+        super().on_event(ev, t)
+        self._deltas.clear()
+
+
+ANTHROPIC_STREAMS = [n for n in names() if n.endswith(".sse") and recording(n).path.rstrip("/").endswith("/messages")]
+
+
+@pytest.mark.parametrize("name", ANTHROPIC_STREAMS)
+def test_every_recorded_messages_stream_is_observed_the_same(name: str) -> None:
+    body = recording(name).body
+    assert observe(AnthropicMessages(), body) == observe(AnthropicParseEvery(), body)
+
+
+@st.composite
+def anthropic_streams(draw: st.DrawFn) -> bytes:
+    def ev(name: str, obj: dict[str, Any]) -> bytes:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=draw(st.booleans()))
+        return f"event: {name}\ndata: {text}\n\n".encode("utf-8", "surrogatepass")
+
+    out = [ev("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "claude", "usage": {}}})]
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["text_delta", "thinking_delta", "input_json_delta", "other", "start"]))
+        index = draw(st.integers(0, 2))
+        if kind == "start":
+            block = {"type": draw(st.sampled_from(["text", "tool_use"])), "id": "t", "name": "f", "text": draw(TEXT)}
+            start = {"type": "content_block_start", "index": index, "content_block": block}
+            out.append(ev("content_block_start", start))
+            continue
+        key = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}.get(kind, "text")
+        delta = {"type": kind, key: draw(TEXT)}
+        name = draw(st.sampled_from(["content_block_delta", "content_block_delta", "message"]))
+        out.append(ev(name, {"type": "content_block_delta", "index": index, "delta": delta}))
+    out.append(ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}))
+    out.append(ev("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(anthropic_streams())
+def test_generated_messages_streams_are_observed_the_same(body: bytes) -> None:
+    assert observe(AnthropicMessages(), body) == observe(AnthropicParseEvery(), body)
