@@ -89,7 +89,7 @@ def check_exposure(cfg: RunConfig) -> None:
     if not is_loopback(cfg.listen[0]) and not (real_credentials(cfg.proxy_auth) or cfg.allow_open_proxy):
         raise ConfigError(
             f"refusing to listen on {cfg.listen[0]}: a non-loopback proxy needs real credentials, "
-            "--proxy-auth USER:PASS or --proxy-auth @HTPASSWD_FILE (\"any\" accepts anyone), "
+            '--proxy-auth USER:PASS or --proxy-auth @HTPASSWD_FILE ("any" accepts anyone), '
             "or --allow-open-proxy if the network in front of it is trusted"
         )
     if not is_loopback(cfg.admin[0]) and not cfg.admin_token:

@@ -153,7 +153,17 @@ Message = (
     | WorkerState
 )
 KINDS: tuple[type[Any], ...] = (
-    RequestPart, Request, Response, Body, End, Gap, SocketOpen, SocketMessage, SocketClose, Barrier, WorkerState
+    RequestPart,
+    Request,
+    Response,
+    Body,
+    End,
+    Gap,
+    SocketOpen,
+    SocketMessage,
+    SocketClose,
+    Barrier,
+    WorkerState,
 )
 _TAG: dict[type[Any], int] = {cls: i for i, cls in enumerate(KINDS)}
 STATE_EVERY_S = 0.2

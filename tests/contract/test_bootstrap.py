@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PY312 = Path(sys._base_executable).resolve()  # the Python 3.12 the tests run on, outside the venv
 TOOLS = ("sh", "dirname", "sort", "tail", "rm", "cat", "env", "uname", "ls", "sed", "grep", "mkdir", "cp")
-SHIM = "#!/bin/sh\necho \"pyenv: $(basename \"$0\"): command not found\" >&2\nexit 127\n"
-PY311 = "#!/bin/sh\nexec {real} \"$@\"\n"
+SHIM = '#!/bin/sh\necho "pyenv: $(basename "$0"): command not found" >&2\nexit 127\n'
+PY311 = '#!/bin/sh\nexec {real} "$@"\n'
 
 
 def machine(tmp: Path, bins: dict[str, str | Path], pyenv: dict[str, Path] | None = None) -> dict[str, str]:

@@ -73,7 +73,7 @@ func main() {
 def env_of(sc: Sidecar) -> dict[str, str]:
     """The environment ``eval "$(llmtap env)"`` gives a shell (parsed from its output)."""
     base = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY") and not k.startswith("LLMTAP_")}
-    printed = f'{" ".join(LLMTAP)} env --data-dir {sc.data_dir} --listen 127.0.0.1:{sc.listen}'
+    printed = f"{' '.join(LLMTAP)} env --data-dir {sc.data_dir} --listen 127.0.0.1:{sc.listen}"
     r = subprocess.run(
         ["sh", "-c", f'eval "$({printed})" && env'],
         capture_output=True,

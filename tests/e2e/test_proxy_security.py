@@ -145,9 +145,7 @@ def _metric(sc: Sidecar, name: str, **labels: str) -> float:
     )
 
 
-def test_2000_idle_connections_leave_healthz_and_a_call_working(
-    mock: Mock, tmp_path: Path, low_nofile: None
-) -> None:
+def test_2000_idle_connections_leave_healthz_and_a_call_working(mock: Mock, tmp_path: Path, low_nofile: None) -> None:
     """Finding 6: ~1,000 idle client connections (inherited soft limit 1,024) took the proxy and /healthz down,
     and the log grew ~30 MB/min of EMFILE tracebacks."""
     sc = start_sidecar(tmp_path / "data", mock)

@@ -54,21 +54,33 @@ CASES: dict[str, tuple[Case, list[str]]] = {
     "admin port in use": (lambda t, busy: (run_args(t, "--admin", f"127.0.0.1:{busy}"), {}), ["--admin", "in use"]),
     "invalid proxy port": (lambda t, _: (run_args(t, "--listen", "127.0.0.1:99999"), {}), ["--listen", "1-65535"]),
     "invalid admin port": (lambda t, _: (run_args(t, "--admin", "127.0.0.1:0x50"), {}), ["--admin", "HOST:PORT"]),
-    "not an address here": (lambda t, _: (run_args(t, "--listen", "10.255.255.1:18080", "--allow-open-proxy"), {}),
-                            ["--listen", "not an address of this machine"]),
+    "not an address here": (
+        lambda t, _: (run_args(t, "--listen", "10.255.255.1:18080", "--allow-open-proxy"), {}),
+        ["--listen", "not an address of this machine"],
+    ),
     "unwritable data dir": (lambda t, _: (run_args(t, "--data-dir", unwritable(t)), {}), ["--data-dir", "writable"]),
-    "data dir under a file": (lambda t, _: (run_args(t, "--data-dir", str(t / "file" / "d")), {}),
-                              ["--data-dir", "writable"]),
-    "store port not a number": (lambda t, _: (run_args(t, "--store", "clickhouse://u:pw@ch:notaport/llmtap"), {}),
-                                ["--store", "'notaport'"]),
-    "store database name": (lambda t, _: (run_args(t, "--store", "clickhouse://u:pw@ch:8123/bad-db"), {}),
-                            ["--store", "database name"]),
+    "data dir under a file": (
+        lambda t, _: (run_args(t, "--data-dir", str(t / "file" / "d")), {}),
+        ["--data-dir", "writable"],
+    ),
+    "store port not a number": (
+        lambda t, _: (run_args(t, "--store", "clickhouse://u:pw@ch:notaport/llmtap"), {}),
+        ["--store", "'notaport'"],
+    ),
+    "store database name": (
+        lambda t, _: (run_args(t, "--store", "clickhouse://u:pw@ch:8123/bad-db"), {}),
+        ["--store", "database name"],
+    ),
     "negative spool": (lambda t, _: (run_args(t, "--spool-max-mb", "-5"), {}), ["--spool-max-mb", "'-5'"]),
     "spool not a number": (lambda t, _: (run_args(t, "--spool-max-mb", "lots"), {}), ["--spool-max-mb", "'lots'"]),
-    "spool from the environment": (lambda t, _: (run_args(t), {"LLMTAP_SPOOL_MAX_MB": "-1"}),
-                                   ["--spool-max-mb", "$LLMTAP_SPOOL_MAX_MB"]),
-    "negative retention": (lambda t, _: (run_args(t, "--content-retention-days", "-1"), {}),
-                           ["--content-retention-days"]),
+    "spool from the environment": (
+        lambda t, _: (run_args(t), {"LLMTAP_SPOOL_MAX_MB": "-1"}),
+        ["--spool-max-mb", "$LLMTAP_SPOOL_MAX_MB"],
+    ),
+    "negative retention": (
+        lambda t, _: (run_args(t, "--content-retention-days", "-1"), {}),
+        ["--content-retention-days"],
+    ),
     "drain timeout": (lambda t, _: (run_args(t, "--drain-timeout", "soon"), {}), ["--drain-timeout", "duration"]),
     "threshold": (lambda t, _: (["check-cost", "--threshold", "abc"], {}), ["--threshold", "20%"]),
     "min samples": (lambda t, _: (["check-cost", "--min-samples", "0"], {}), ["--min-samples", ">= 1"]),
@@ -76,8 +88,10 @@ CASES: dict[str, tuple[Case, list[str]]] = {
     "baseline": (lambda t, _: (["check-cost", "--baseline", "2h", "--admin", ""], {}), ["--baseline", "1d"]),
     "since": (lambda t, _: (["report", "--since", "yesterday"], {}), ["--since", "duration"]),
     "admin address": (lambda t, _: (["sql", "SELECT 1", "--admin", "nonsense:port"], {}), ["--admin", "HOST:PORT"]),
-    "token file": (lambda t, _: (run_args(t, "--admin-token-file", str(t / "missing")), {}),
-                   ["--admin-token-file", "cannot read"]),
+    "token file": (
+        lambda t, _: (run_args(t, "--admin-token-file", str(t / "missing")), {}),
+        ["--admin-token-file", "cannot read"],
+    ),
 }
 
 

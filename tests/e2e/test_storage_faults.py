@@ -24,9 +24,7 @@ def health(sc: Sidecar) -> dict[str, object]:
 def calls(sc: Sidecar, n: int, feature: str) -> None:
     client = openai_client(sc)
     for _ in range(n):
-        client.embeddings.create(
-            model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-feature": feature}
-        )
+        client.embeddings.create(model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-feature": feature})
 
 
 def stored(sc: Sidecar, feature: str) -> int:

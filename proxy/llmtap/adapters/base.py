@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 MAX_TEXT_CHARS = 1_000_000  # text kept for token estimation, per side
 FrameHook = Callable[[Any, float], None]  # an adapter hook: a frame, and the monotonic time it arrived
 
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """A request an adapter speaks for.

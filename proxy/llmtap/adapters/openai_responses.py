@@ -18,6 +18,7 @@ from .base import (
     error_from_body,
     output_with_reasoning,
 )
+from .deltas import DeltaTemplate
 from .openai_chat import AZURE_DEPLOYMENT
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -73,6 +74,10 @@ class OpenAIResponses(Adapter):
         Route(r"/responses$"),
     )
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._deltas: dict[str, DeltaTemplate] = {}  # per event name, the bytes of the last text delta (.deltas)
+
     def on_request(self, body: Any) -> None:
         super().on_request(body)
         if isinstance(body, dict):
@@ -118,8 +123,15 @@ class OpenAIResponses(Adapter):
     def on_event(self, ev: SSEEvent, t: float) -> None:
         etype = ev.event
         if etype in _TEXT_DELTAS or (etype.endswith(".delta") and etype.startswith("response.")):
-            obj = self.parse(ev.data)
-            delta = obj.get("delta") if isinstance(obj, dict) else None
+            tpl = self._deltas.get(etype)  # the same bytes as the last one but for its text and counters
+            delta = tpl.match(ev.data) if tpl is not None else None
+            if delta is None:
+                obj = self.parse(ev.data)
+                delta = obj.get("delta") if isinstance(obj, dict) else None
+                if isinstance(delta, str):
+                    learned = DeltaTemplate.learn(ev.data, "delta")
+                    if learned is not None:
+                        self._deltas[etype] = learned
             if isinstance(delta, str):
                 if delta:  # an empty delta carries nothing: not a content event
                     self.obs.text(delta)

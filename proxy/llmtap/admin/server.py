@@ -100,9 +100,7 @@ class Admin:
         if path == "/api/login":
             return self.login(req)
         if path == "/api/logout":
-            return Response(
-                204, headers=[("Set-Cookie", f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")]
-            )
+            return Response(204, headers=[("Set-Cookie", f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")])
         if path not in QUERY_ROUTES:
             return text(404, "not found")
         if not _is_json(req):

@@ -144,8 +144,7 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
         r.outcome = "cancelled"
         r.finish_reason = "cancelled"
     elif (cut := _cut_short(cap, end)) or (
-        not obs.terminal
-        and (end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error))
+        not obs.terminal and (end.kind == "upstream_error" or cap.status == 0 or (cap.streamed and not cap.parse_error))
     ):
         # A body that ended before its Content-Length (or a broken HTTP message) fails the client's read
         # even when the terminal event had arrived: an error, never ok.

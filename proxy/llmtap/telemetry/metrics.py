@@ -128,9 +128,7 @@ class Metrics:
         )
         self.store_queue = Gauge("llmtap_store_queue_records", "Records waiting for the store", registry=r)
         self.spool_bytes = Gauge("llmtap_spool_bytes", "Bytes in the on-disk spool", registry=r)
-        self.client_connections = Gauge(
-            "llmtap_client_connections", "Client connections open on the proxy", registry=r
-        )
+        self.client_connections = Gauge("llmtap_client_connections", "Client connections open on the proxy", registry=r)
         self.client_dropped = Counter(
             "llmtap_client_connections_dropped",
             "Client connections closed or refused by the limits (cap, evicted_idle, header_timeout, "

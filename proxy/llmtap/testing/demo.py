@@ -195,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
         f"llmtap demo: open http://127.0.0.1:{admin_port}/#token={sc.token} — live traffic is flowing "
         f"(proxy {sc.proxy_url}, "
         f"{rate * 60:.1f} calls/min: the seeded history's rate at this hour); Ctrl-C stops it\n"
-        f"llmtap demo: point your own code at it: eval \"$({llmtap} env --data-dir {shlex.quote(str(data))} "
-        f"--listen 127.0.0.1:{listen_port})\"",
+        f'llmtap demo: point your own code at it: eval "$({llmtap} env --data-dir {shlex.quote(str(data))} '
+        f'--listen 127.0.0.1:{listen_port})"',
         flush=True,
     )
     stop_at = time.time() + (args.duration or 10**9)

@@ -1,6 +1,7 @@
-"""Text-only chat chunks read from their bytes (``adapters/deltas.py``) observe exactly what a full parse of
-every chunk observes: on every recorded chat stream, and on generated streams with any text (quotes,
-escapes, control characters, any script), any padding, and chunks that change what the template assumed."""
+"""Text-only chat chunks, Messages deltas and Responses deltas read from their bytes (``adapters/deltas.py``)
+observe exactly what a full parse of every event observes: on every recorded stream of those APIs, and on
+generated streams with any text (quotes, escapes, control characters, any script), any padding, any
+sequence numbers, and events that change what the template assumed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corpus import names, recording
-from llmtap.adapters import AnthropicMessages, OpenAIChat
+from llmtap.adapters import AnthropicMessages, OpenAIChat, OpenAIResponses
 from llmtap.adapters.base import Observation
 from llmtap.adapters.deltas import DeltaTemplate
 from llmtap.decode import SSEDecoder
@@ -172,3 +173,79 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
 @given(anthropic_streams())
 def test_generated_messages_streams_are_observed_the_same(body: bytes) -> None:
     assert observe(AnthropicMessages(), body) == observe(AnthropicParseEvery(), body)
+
+
+class ResponsesParseEvery(OpenAIResponses):
+    def on_event(self, ev: Any, t: float) -> None:
+        self._deltas.clear()
+        super().on_event(ev, t)
+        self._deltas.clear()
+
+
+class ResponsesCounting(OpenAIResponses):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parsed = 0
+
+    def parse(self, data: str) -> Any:  # type: ignore[override]
+        self.parsed += 1
+        return super().parse(data)
+
+
+RESPONSES_STREAMS = [n for n in names() if n.endswith(".sse") and recording(n).path.rstrip("/").endswith("/responses")]
+
+
+@pytest.mark.parametrize("name", RESPONSES_STREAMS)
+def test_every_recorded_responses_stream_is_observed_the_same(name: str) -> None:
+    body = recording(name).body
+    assert observe(OpenAIResponses(), body) == observe(ResponsesParseEvery(), body)
+
+
+def test_the_numbered_padded_deltas_of_a_real_responses_stream_are_read_from_their_bytes() -> None:
+    a = ResponsesCounting()
+    observe(a, recording("openai/responses_stream_text.sse").body)
+    # 8 other events are parsed, and the first of the 79 text deltas
+    assert a.obs.clock.count == 79 and a.parsed == 9
+
+
+@st.composite
+def responses_streams(draw: st.DrawFn) -> bytes:
+    seq_first = draw(st.booleans())  # Azure sends sequence_number first, OpenAI last
+
+    def ev(name: str, obj: dict[str, Any]) -> bytes:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=draw(st.booleans()))
+        return f"event: {name}\ndata: {text}\n\n".encode("utf-8", "surrogatepass")
+
+    created = {"type": "response.created", "response": {"id": "resp_1", "model": "gpt-5", "status": "in_progress"}}
+    out, seq = [ev("response.created", created)], 1
+    for _ in range(draw(st.integers(0, 12))):
+        name = draw(st.sampled_from(["response.output_text.delta", "response.refusal.delta", "response.x.delta"]))
+        kind = draw(st.sampled_from(["text", "text", "text", "item", "logprobs", "number", "raw"]))
+        body: dict[str, Any] = {"type": name}
+        if seq_first:
+            body["sequence_number"] = seq
+        body |= {"item_id": "msg_2" if kind == "item" else "msg_1", "output_index": 0, "content_index": 0}
+        body["delta"] = draw(TEXT) if kind != "number" else draw(st.integers(0, 3))
+        body["logprobs"] = [{"token": "a"}] if kind == "logprobs" else []
+        if draw(st.booleans()):
+            body["obfuscation"] = draw(TEXT)
+        if not seq_first:
+            body["sequence_number"] = seq
+        seq += 1
+        if kind == "raw":  # a raw quote or control character where the text is: not JSON
+            body["delta"] = "@"
+            raw = draw(st.sampled_from(['"', "\x01", "\\x"]))
+            text = json.dumps(body, separators=(",", ":")).replace('"@"', '"' + raw + '"')
+            out.append(f"event: {name}\ndata: {text}\n\n".encode())
+            continue
+        out.append(ev(name, body))
+    usage = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
+    done = {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": usage}}
+    out.append(ev("response.completed", done))
+    return b"".join(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(responses_streams())
+def test_generated_responses_streams_are_observed_the_same(body: bytes) -> None:
+    assert observe(OpenAIResponses(), body) == observe(ResponsesParseEvery(), body)

@@ -36,6 +36,33 @@ def test_responses_stream_flex_tier_tool_call() -> None:
     )
 
 
+def test_responses_stream_of_padded_text_deltas() -> None:
+    # openai/responses_stream_text.sse: 79 response.output_text.delta events (none empty), each with its own
+    # "obfuscation" padding and sequence_number; response.completed: status completed, model
+    # gpt-4.1-nano-2025-04-14, tier default, usage {input 18, cached 0, output 80, reasoning 0, total 98}.
+    check(
+        "openai/responses_stream_text.sse",
+        {
+            "provider": "openai",
+            "api": "openai.responses",
+            "request_model": "gpt-4.1-nano",
+            "response_model": "gpt-4.1-nano-2025-04-14",
+            "response_id": "resp_0a5e72c4d8eb43c50069cbcbf7fa78819b82d7e42163ef3bd0",
+            "stream": True,
+            "outcome": "ok",
+            "finish_reason": "stop",
+            "finish_reason_raw": "completed",
+            "tool_calls": 0,
+            "input_tokens": 18,
+            "output_tokens": 80,
+            "reasoning_tokens": 0,
+            "usage_source": "provider",
+            "service_tier": "default",
+            "content_events": 79,
+        },
+    )
+
+
 def test_responses_json_with_reasoning() -> None:
     # openai/responses_reasoning.json: status completed, usage {34, 226, reasoning 59}, tier default
     check(

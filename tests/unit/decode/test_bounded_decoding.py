@@ -22,8 +22,9 @@ COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     "deflate": zlib.compress,
     "br": lambda b: brotli.compress(b, quality=5),
     "zstd": lambda b: zstandard.ZstdCompressor().compress(b),
-    "zstd-frames": lambda b: zstandard.ZstdCompressor().compress(b[: len(b) // 2])
-    + zstandard.ZstdCompressor().compress(b[len(b) // 2 :]),
+    "zstd-frames": lambda b: (
+        zstandard.ZstdCompressor().compress(b[: len(b) // 2]) + zstandard.ZstdCompressor().compress(b[len(b) // 2 :])
+    ),
     "gzip, gzip": lambda b: gzip.compress(gzip.compress(b)),
     "gzip, br": lambda b: brotli.compress(gzip.compress(b), quality=5),
     "br, zstd": lambda b: zstandard.ZstdCompressor().compress(brotli.compress(b, quality=5)),

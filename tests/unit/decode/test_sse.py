@@ -140,7 +140,7 @@ class LineByLine(SSEDecoder):
 @settings(max_examples=400, deadline=None)
 @given(
     events=events_st,
-    ids=st.lists(st.sampled_from([b"", b"id: 7\n", b"data: two\n", b":c\n", b"{\"a\":1}\n", b"\n"]), max_size=12),
+    ids=st.lists(st.sampled_from([b"", b"id: 7\n", b"data: two\n", b":c\n", b'{"a":1}\n', b"\n"]), max_size=12),
     at_events=st.booleans(),
     cuts=st.lists(st.integers(0, 4000), max_size=8),
 )
