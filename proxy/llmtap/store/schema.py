@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DB = "llmtap"
-SCHEMA_VERSION = 2  # bump whenever collector/schema.sql changes: stores at an older version are upgraded
+SCHEMA_VERSION = 3  # bump whenever collector/schema.sql changes: stores at an older version are upgraded
 DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -79,6 +79,17 @@ def cluster_statements(db: str = DEFAULT_DB, cluster: str = "default") -> list[s
         else:
             raise ValueError(f"no cluster form for: {stmt[:60]}")
     return out
+
+
+def sorting_key(table: str) -> tuple[str, ...]:
+    """The columns of ``table``'s ORDER BY in the schema (what an AggregatingMergeTree rollup is keyed by)."""
+    for stmt in schema_statements():
+        m = _TABLE_RE.match(stmt)
+        if m and m.group(2) == table:
+            key = re.search(r"\bORDER BY \(([^)]*)\)", m.group(5))
+            if key:
+                return tuple(c.strip() for c in key.group(1).split(","))
+    raise KeyError(f"no ORDER BY for {table} in the schema")
 
 
 # table → (time expression) for retention; see retention_statement.
