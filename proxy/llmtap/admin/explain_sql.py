@@ -22,6 +22,11 @@ A term that is zero (or not positive) in one period goes whole to the first fact
 calls with ``attempt > 1`` are ``retries`` (their change in cost). One row per (key, driver), plus one
 ``total`` row (before = baseline cost, after = window cost); ``before``/``after`` are the driver's own
 measure for the key (calls, tokens per call, cache hit ratio, list $ per million tokens, shares, cost).
+
+Every quantity is a sum over calls, so whole hours come from the hourly rollup (``llm_calls_hourly``'s
+``first_*`` sums) when every ``--by`` dimension is one it is keyed by; only the hours a period boundary cuts
+are read call by call (``_raw_hours``). ``where`` may then name only those dimensions' columns. The rows are
+those of the same analysis over the calls alone (tests/unit/admin/test_explain_rollup.py).
 """
 
 from __future__ import annotations
