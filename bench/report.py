@@ -106,6 +106,15 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|---|",
     ]
     lines += [f"| {b} | {p} | {ms:.0f} |" for b, p, ms in r["panels"]]
+    if r.get("explain"):
+        lines += [
+            "",
+            "## Explain analyses on the same rows, as the CLI runs them (best of 3)",
+            "",
+            "| analysis | periods | ms |",
+            "|---|---|---|",
+        ]
+        lines += [f"| `{a}` | `{p}` | {ms:.0f} |" for a, p, ms in r["explain"]]
     return "\n".join(budget(r) + lines + soak_section() + ws_soak_section()) + "\n"
 
 
@@ -289,12 +298,10 @@ def budget(r: dict[str, Any]) -> list[str]:
         rows.append((f"ingest ≥ 60k rows/s: {store}", f"{rate:,.0f}/s", rate >= 60_000))
     worst = max(r["panels"], key=lambda x: x[2])
     rows.append(
-        (
-            "every dashboard panel and both explain analyses ≤ 1 s on 10M rows over 30 days",
-            f"slowest {worst[2]:.0f} ms ({worst[1]})",
-            worst[2] <= 1000,
-        )
+        ("every dashboard panel ≤ 1 s on 10M rows", f"slowest {worst[2]:.0f} ms ({worst[1]})", worst[2] <= 1000)
     )
+    for analysis, periods, ms in r.get("explain", []):
+        rows.append((f"`{analysis} {periods}` ≤ 1 s on 10M rows", f"{ms:.0f} ms", ms <= 1000))
     out = ["# Benchmarks", "", "## Budget", "", "| budget line | this run | met |", "|---|---|---|"]
     out += [f"| {line} | {value} | {'yes' if ok else '**no**'} |" for line, value, ok in rows]
     out += [

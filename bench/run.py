@@ -52,7 +52,7 @@ from report import (
     STREAM_GAP_MS,
     render,
 )
-from stores import bytes_per_row, ingest, panels
+from stores import bytes_per_row, explains, ingest, panels
 
 ROOT = Path(__file__).resolve().parents[1]
 __all__ = ["render"]
@@ -423,6 +423,8 @@ def main() -> int:
     results["bytes_per_row"] = bytes_per_row(store)
     print("panels…", file=sys.stderr)
     results["panels"] = panels(store, 100_000 if q else 10_000_000)
+    print("explain analyses…", file=sys.stderr)
+    results["explain"] = explains(store)
     store.close()
     results["paths"] = [p.name for p in paths]
     if not q:

@@ -98,6 +98,7 @@ def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
 
     t0 = time.perf_counter()
     store.query("TRUNCATE TABLE llm_calls", "CSV")
+    store.query("TRUNCATE TABLE llm_calls_hourly", "CSV")  # it rolls up llm_calls: the ingest's calls are gone
     for _ in range(max(rows // 1_000_000, 1)):
         store.query(SYNTH_SQL.format(n=min(rows, 1_000_000)), "CSV")
     print(f"  generated {rows:,} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
@@ -121,4 +122,35 @@ def panels(store: Any, rows: int) -> list[tuple[str, str, float]]:
                 store.query(sql, "Null")
                 best = min(best, time.perf_counter() - t)
             out.append((board["title"], panel["title"], best * 1000))
+    return out
+
+
+# Both explain analyses as `llmtap explain-cost` / `explain-latency` run them, on the panels' rows: the defaults
+# (the last 24 h against the same hours of the 7 days before) and the widest the 30 days allow (15 days against
+# the 15 before: every call is in one of the periods).
+EXPLAIN_PERIODS = (("24h", "7d"), ("15d", "previous"))
+
+
+def explains(store: Any) -> list[tuple[str, str, float]]:
+    import json
+
+    from llmtap.admin.explain import Periods, explain_cost
+    from llmtap.admin.explain_latency import explain_latency
+
+    def rows(sql: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in store.query(sql, "JSONEachRow").splitlines()]
+
+    out = []
+    for window, baseline in EXPLAIN_PERIODS:
+        periods = Periods.parse(window, baseline)
+        for name in ("explain-cost --by model,feature", "explain-latency"):
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                if name.startswith("explain-cost"):
+                    explain_cost(rows, periods, ["model", "feature"])
+                else:
+                    explain_latency(rows, periods, "duration", 0.95)
+                best = min(best, time.perf_counter() - t)
+            out.append((name, f"--window {window} --baseline {baseline}", best * 1000))
     return out

@@ -244,6 +244,10 @@ WHERE (ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap')
 -- Hourly rollup for dashboards over long ranges (AggregatingMergeTree fed by a view).
 -- Sums are SimpleAggregateFunction(sum); latency quantiles are t-digest states:
 --   SELECT hour, sum(calls), sum(cost_usd_sum), quantilesTDigestMerge(0.5, 0.95)(ttft_ms_q) ...
+-- The first_* and retry_priced_* columns are explain-cost's sums over priced calls (first attempts, and
+-- retries: attempt > 1), so it reads whole hours here instead of every call. explain_ready is 1 on rows this
+-- view wrote; rows from before these columns existed have 0 (as does any row a merge made from one of them):
+-- explain-cost reads those hours from llm_calls.
 CREATE TABLE IF NOT EXISTS {db}.llm_calls_hourly (
     hour DateTime('UTC'),
     service LowCardinality(String),
@@ -264,7 +268,19 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls_hourly (
     retry_calls SimpleAggregateFunction(sum, UInt64),
     retry_cost_usd_sum SimpleAggregateFunction(sum, Float64),
     ttft_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64),
-    duration_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64)
+    duration_ms_q AggregateFunction(quantilesTDigest(0.5, 0.95), Float64),
+    first_priced_calls SimpleAggregateFunction(sum, UInt64),
+    first_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_input_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_uncached_input_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_output_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_input_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    first_output_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    first_cache_read_tokens_sum SimpleAggregateFunction(sum, UInt64),
+    first_calls_by_prompt_version SimpleAggregateFunction(sumMap, Map(String, UInt64)),
+    first_calls_by_service_tier SimpleAggregateFunction(sumMap, Map(String, UInt64)),
+    retry_priced_calls SimpleAggregateFunction(sum, UInt64),
+    explain_ready SimpleAggregateFunction(min, UInt8)
 ) ENGINE = AggregatingMergeTree()
 PARTITION BY toYYYYMM(hour)
 ORDER BY (service, provider, request_model, feature, hour)
@@ -291,6 +307,21 @@ SELECT
     toUInt64(countIf(attempt > 1)) AS retry_calls,
     sumIf(ifNull(cost_usd, 0), attempt > 1) AS retry_cost_usd_sum,
     quantilesTDigestStateIf(0.5, 0.95)(assumeNotNull(ttft_ms), ttft_ms IS NOT NULL) AS ttft_ms_q,
-    quantilesTDigestState(0.5, 0.95)(duration_ms) AS duration_ms_q
+    quantilesTDigestState(0.5, 0.95)(duration_ms) AS duration_ms_q,
+    toUInt64(countIf(cost_usd IS NOT NULL AND attempt <= 1)) AS first_priced_calls,
+    sumIf(assumeNotNull(cost_usd), cost_usd IS NOT NULL AND attempt <= 1) AS first_cost_usd_sum,
+    sumIf(ifNull(input_cost_usd, 0), cost_usd IS NOT NULL AND attempt <= 1) AS first_input_cost_usd_sum,
+    sumIf(coalesce(uncached_input_cost_usd, input_cost_usd, 0), cost_usd IS NOT NULL AND attempt <= 1)
+        AS first_uncached_input_cost_usd_sum,
+    sumIf(ifNull(output_cost_usd, 0), cost_usd IS NOT NULL AND attempt <= 1) AS first_output_cost_usd_sum,
+    sumIf(input_tokens, cost_usd IS NOT NULL AND attempt <= 1) AS first_input_tokens_sum,
+    sumIf(output_tokens, cost_usd IS NOT NULL AND attempt <= 1) AS first_output_tokens_sum,
+    sumIf(cache_read_tokens, cost_usd IS NOT NULL AND attempt <= 1) AS first_cache_read_tokens_sum,
+    sumMapIf(map(toString(prompt_version), toUInt64(1)), cost_usd IS NOT NULL AND attempt <= 1)
+        AS first_calls_by_prompt_version,
+    sumMapIf(map(toString(service_tier), toUInt64(1)), cost_usd IS NOT NULL AND attempt <= 1)
+        AS first_calls_by_service_tier,
+    toUInt64(countIf(cost_usd IS NOT NULL AND attempt > 1)) AS retry_priced_calls,
+    toUInt8(1) AS explain_ready
 FROM {db}.llm_calls
 GROUP BY hour, service, provider, request_model, feature;

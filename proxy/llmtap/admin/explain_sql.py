@@ -22,12 +22,18 @@ A term that is zero (or not positive) in one period goes whole to the first fact
 calls with ``attempt > 1`` are ``retries`` (their change in cost). One row per (key, driver), plus one
 ``total`` row (before = baseline cost, after = window cost); ``before``/``after`` are the driver's own
 measure for the key (calls, tokens per call, cache hit ratio, list $ per million tokens, shares, cost).
+
+Every quantity is a sum over calls, so whole hours come from the hourly rollup (``llm_calls_hourly``'s
+``first_*`` sums) when every ``--by`` dimension is one it is keyed by; only the hours a period boundary cuts
+are read call by call (``_raw_hours``). ``where`` may then name only those dimensions' columns. The rows are
+those of the same analysis over the calls alone (tests/unit/admin/test_explain_rollup.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..store.schema import sorting_key
 from .queries import GROUP_COLUMNS
 
 COST_DRIVERS = (
@@ -41,6 +47,8 @@ COST_DRIVERS = (
     "gone",
     "retries",
 )
+# The --by dimensions the hourly rollup is keyed by: explain-cost reads whole hours from it for these.
+ROLLUP_DIMENSIONS = tuple(d for d, col in GROUP_COLUMNS.items() if col in sorting_key("llm_calls_hourly"))
 _SMALL_LOG = 1e-6  # below this |ln(V1/V0)| the logarithmic mean uses its series (no 0/0)
 
 
@@ -50,23 +58,57 @@ def _periods(t1: str, w: str, n: str, step: str) -> str:
     toInt64({step}) AS x_step"""
 
 
+def _ago(age: str) -> str:
+    """Which baseline window (k) an age in µs falls in, if it falls in one."""
+    return f"intDiv({age} - 1, x_step * 1000000)"
+
+
+def _period_of(age: str, ago: str) -> str:
+    """The period (1 window, 0 baseline, -1 neither) of a call ``age`` µs before ``t1``."""
+    return f"""multiIf({age} > 0 AND {age} <= x_w * 1000000, 1,
+                {ago} BETWEEN 1 AND x_n AND {age} - {ago} * x_step * 1000000 <= x_w * 1000000, 0, -1)"""
+
+
 def _period_cols() -> str:
-    return """toUnixTimestamp64Micro(x_t1) - toUnixTimestamp64Micro(timestamp) AS x_age,
-        intDiv(x_age - 1, x_step * 1000000) AS x_ago,
-        multiIf(x_age > 0 AND x_age <= x_w * 1000000, 1,
-                x_ago BETWEEN 1 AND x_n AND x_age - x_ago * x_step * 1000000 <= x_w * 1000000, 0, -1) AS period"""
+    return f"""toUnixTimestamp64Micro(x_t1) - toUnixTimestamp64Micro(timestamp) AS x_age,
+        {_ago("x_age")} AS x_ago,
+        {_period_of("x_age", "x_ago")} AS period"""
 
 
 def _range_filter() -> str:
     return "timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w)"
 
 
-def _sums(metrics: Sequence[tuple[str, str]], cond: str) -> str:
-    """``name1`` (window) and ``name0`` (baseline, averaged) sums of each expression under ``cond``."""
+def _raw_hours() -> str:
+    """Scalar WITH items: ``x_raw_hours``, the hours of the range that are read from ``llm_calls``, and
+    ``x_first_hour``; every other hour of the range comes whole from the hourly rollup.
+
+    A call's period is a function of its age (``t1 - timestamp``) that can change only at the ages 0, w,
+    k·step and k·step + w (k = 1 … n + 1); ``x_cuts`` are those where it does. An hour with no cut strictly
+    inside it lies in one period, so its rollup rows stand for its calls. Read from the calls instead: the hours
+    that contain a cut, the hours whose rollup rows are not ``explain_ready`` (rolled up before the explain
+    columns existed), and the hour of the oldest call (retention drops the oldest calls first, so the rollup is
+    never used for an hour whose calls are gone; hours before it have no calls and are not read at all).
+    """
+    changes = f"{_period_of('a', _ago('a'))} != {_period_of('(a + 1)', _ago('(a + 1)'))}"
+    return f"""(SELECT toStartOfHour(min(timestamp)) FROM llm_calls) AS x_first_hour,
+    arrayFilter(a -> {changes},
+        arrayMap(s -> s * 1000000, arrayConcat([0, x_w], arrayFlatten(arrayMap(k -> [k * x_step, k * x_step + x_w],
+            range(1, x_n + 2)))))) AS x_cuts,
+    arrayMap(b -> toStartOfHour(b), arrayFilter(b -> b > toStartOfHour(b),
+        arrayMap(a -> fromUnixTimestamp64Micro(toUnixTimestamp64Micro(x_t1) - a, 'UTC'), x_cuts))) AS x_cut_hours,
+    (SELECT groupArray(hour) FROM (SELECT hour FROM llm_calls_hourly
+        WHERE hour >= toStartOfHour(x_t1 - toIntervalSecond(x_n * x_step + x_w)) AND hour < x_t1
+        GROUP BY hour HAVING min(explain_ready) = 0)) AS x_unready_hours,
+    arrayConcat(x_cut_hours, x_unready_hours, [x_first_hour]) AS x_raw_hours"""
+
+
+def _sums(metrics: Sequence[tuple[str, str]]) -> str:
+    """``name1`` (window) and ``name0`` (baseline, averaged) sums of each expression."""
     out = []
     for name, expr in metrics:
-        out.append(f"toFloat64(sumIf({expr}, period = 1 AND {cond})) AS {name}1")
-        out.append(f"toFloat64(sumIf({expr}, period = 0 AND {cond})) / x_n AS {name}0")
+        out.append(f"toFloat64(sumIf({expr}, period = 1)) AS {name}1")
+        out.append(f"toFloat64(sumIf({expr}, period = 0)) / x_n AS {name}0")
     return ",\n        ".join(out)
 
 
@@ -143,6 +185,46 @@ def _cell_contributions() -> dict[str, list[str]]:
     return out
 
 
+# What a priced call adds to its cell (first attempts; retries apart), and the same sums in the hourly rollup.
+_CALL_SUMS = (
+    ("v_n", "toUInt64(attempt <= 1)", "first_priced_calls"),
+    ("v_in", "if(attempt <= 1, ifNull(input_cost_usd, 0), 0)", "first_input_cost_usd_sum"),
+    ("v_unc", "if(attempt <= 1, coalesce(uncached_input_cost_usd, input_cost_usd, 0), 0)",
+     "first_uncached_input_cost_usd_sum"),
+    ("v_out", "if(attempt <= 1, ifNull(output_cost_usd, 0), 0)", "first_output_cost_usd_sum"),
+    ("v_cost", "if(attempt <= 1, assumeNotNull(cost_usd), 0)", "first_cost_usd_sum"),
+    ("v_it", "if(attempt <= 1, input_tokens, 0)", "first_input_tokens_sum"),
+    ("v_ot", "if(attempt <= 1, output_tokens, 0)", "first_output_tokens_sum"),
+    ("v_cr", "if(attempt <= 1, cache_read_tokens, 0)", "first_cache_read_tokens_sum"),
+    ("v_rn", "toUInt64(attempt > 1)", "retry_priced_calls"),
+    ("v_rcost", "if(attempt > 1, assumeNotNull(cost_usd), 0)", "retry_cost_usd_sum"),
+    ("v_pvs", "map(toString(prompt_version), v_n)", "first_calls_by_prompt_version"),
+    ("v_tiers", "map(toString(service_tier), v_n)", "first_calls_by_service_tier"),
+)
+
+
+def _cost_calls(keys: list[tuple[str, str]], where: str) -> str:
+    """The ``calls`` CTE: priced calls as cell sums with their period, from the rollup's whole hours where it
+    holds every dimension asked for (:data:`ROLLUP_DIMENSIONS`), the rest from ``llm_calls``."""
+    ksel = ", ".join(f"{col} AS k_{k}" for k, col in keys)
+    raw_sums = ",\n        ".join(f"{expr} AS {name}" for name, expr, _ in _CALL_SUMS)
+    raw = f"""SELECT {ksel}, provider AS c_provider, request_model AS c_model, timestamp, {raw_sums},
+        {_period_cols()}
+    FROM llm_calls
+    WHERE cost_usd IS NOT NULL AND {_range_filter()} AND ({where})"""
+    if any(k not in ROLLUP_DIMENSIONS for k, _ in keys):
+        return raw
+    rolled = ",\n        ".join(f"{col} AS {name}" for name, _, col in _CALL_SUMS)
+    return f"""SELECT {ksel}, provider AS c_provider, request_model AS c_model,
+        toDateTime64(hour, 6, 'UTC') AS timestamp, {rolled},
+        {_period_cols()}
+    FROM llm_calls_hourly
+    WHERE hour >= toStartOfHour(x_t1 - toIntervalSecond(x_n * x_step + x_w)) AND hour < x_t1
+        AND hour > x_first_hour AND NOT has(x_raw_hours, hour) AND ({where})
+    UNION ALL
+    {raw} AND has(x_raw_hours, toStartOfHour(timestamp))"""
+
+
 def _key_cols(by: Sequence[str]) -> list[tuple[str, str]]:
     if not by:
         raise ValueError("explain-cost needs at least one --by dimension")
@@ -164,19 +246,8 @@ def explain_cost_sql(
     """Rows ``(<by…>, driver, delta_usd, before, after, detail)``: see the module docstring."""
     keys = _key_cols(by)
     kn = ", ".join(f"k_{k}" for k, _ in keys)
-    ksel = ", ".join(f"{col} AS k_{k}" for k, col in keys)
-    first = "NOT is_retry"
-    metrics = [
-        ("n", "1"),
-        ("inc", "x_in"),
-        ("unc", "x_unc"),
-        ("outc", "x_out"),
-        ("cost", "x_cost"),
-        ("it", "x_it"),
-        ("ot", "x_ot"),
-        ("cr", "x_cr"),
-    ]
-    retry = [("rn", "1"), ("rcost", "x_cost")]
+    sums = (("n", "n"), ("inc", "in"), ("unc", "unc"), ("outc", "out"), ("cost", "cost"), ("it", "it"), ("ot", "ot"))
+    metrics = [(name, f"v_{v}") for name, v in (*sums, ("cr", "cr"), ("rn", "rn"), ("rcost", "rcost"))]
     cell_terms = ",\n        ".join(f"{' + '.join(e)} AS c_{d}" for d, e in _cell_contributions().items())
     key_sums = ",\n        ".join(f"sum(c_{d}) AS d_{d}" for d in COST_DRIVERS)
     kout = ", ".join(f"if(driver = 'total', '', toString(k_{k})) AS {k}" for k, _ in keys)
@@ -185,20 +256,15 @@ def explain_cost_sql(
         return f"if(({d}) > 0, ({x}) / ({d}), NULL)"
 
     return f"""WITH {_periods(t1, w, n, step)},
+    {_raw_hours()},
 calls AS (
-    SELECT {ksel}, provider AS c_provider, request_model AS c_model, prompt_version AS c_pv,
-        service_tier AS c_tier, attempt > 1 AS is_retry,
-        assumeNotNull(cost_usd) AS x_cost, ifNull(input_cost_usd, 0) AS x_in, ifNull(output_cost_usd, 0) AS x_out,
-        coalesce(uncached_input_cost_usd, input_cost_usd, 0) AS x_unc,
-        input_tokens AS x_it, output_tokens AS x_ot, cache_read_tokens AS x_cr,
-        {_period_cols()}
-    FROM llm_calls
-    WHERE cost_usd IS NOT NULL AND {_range_filter()} AND ({where})
+    {_cost_calls(keys, where)}
 ),
 cells AS (
     SELECT {kn}, c_provider, c_model,
-        {_sums(metrics, first)},
-        {_sums(retry, "is_retry")}
+        {_sums(metrics)},
+        sumMapIf(v_pvs, period = 1) AS pvm1, sumMapIf(v_pvs, period = 0) AS pvm0,
+        sumMapIf(v_tiers, period = 1) AS tm1, sumMapIf(v_tiers, period = 0) AS tm0
     FROM calls WHERE period >= 0
     GROUP BY {kn}, c_provider, c_model
 ),
@@ -220,22 +286,6 @@ contrib AS (
         {cell_terms}
     FROM terms
 ),
-pvs AS (
-    SELECT {kn}, c_pv, countIf(period = 1 AND {first}) AS pv1, countIf(period = 0 AND {first}) AS pv0
-    FROM calls WHERE period >= 0 GROUP BY {kn}, c_pv
-),
-pvk AS (
-    SELECT {kn}, argMaxIf(c_pv, pv1, pv0 = 0 AND c_pv != '') AS new_pv,
-        toFloat64(maxIf(pv1, pv0 = 0 AND c_pv != '')) / greatest(sum(pv1), 1) AS new_pv_share
-    FROM pvs GROUP BY {kn}
-),
-tiers AS (
-    SELECT {kn}, c_tier, countIf(period = 1 AND {first}) AS t1n, countIf(period = 0 AND {first}) AS t0n
-    FROM calls WHERE period >= 0 GROUP BY {kn}, c_tier
-),
-tierk AS (
-    SELECT {kn}, argMax(c_tier, t1n) AS tier1, argMax(c_tier, t0n) AS tier0 FROM tiers GROUP BY {kn}
-),
 keyed AS (
     SELECT {kn},
         {key_sums},
@@ -248,14 +298,22 @@ keyed AS (
         argMax(tuple(concat(c_provider, '/', c_model), if(nk1 > 0, n1 / nk1, 0), if(nk0 > 0, n0 / nk0, 0)),
             abs(c_mix)) AS mixcell,
         arrayStringConcat(groupArrayIf(c_model, n0 = 0 AND n1 > 0), ', ') AS new_models,
-        arrayStringConcat(groupArrayIf(c_model, n1 = 0 AND n0 > 0), ', ') AS gone_models
+        arrayStringConcat(groupArrayIf(c_model, n1 = 0 AND n0 > 0), ', ') AS gone_models,
+        sumMap(pvm1) AS kpv1, sumMap(pvm0) AS kpv0, sumMap(tm1) AS kt1, sumMap(tm0) AS kt0
     FROM contrib GROUP BY {kn}
 ),
 totals AS (
     SELECT *, sum(kcost1) OVER () AS total1, sum(kcost0) OVER () AS total0,
         row_number() OVER () = 1 AS first_key,
-        if(new_pv_share > 0.5, concat('since prompt_version ', new_pv), '') AS since
-    FROM keyed LEFT JOIN pvk USING ({kn}) LEFT JOIN tierk USING ({kn})
+        -- a prompt_version new in the window (none of its calls in the baseline) that carries most of it
+        arrayFilter(v -> kpv0[v] = 0 AND v != '', mapKeys(kpv1)) AS new_pvs,
+        arraySort(v -> -toInt64(kpv1[v]), new_pvs)[1] AS new_pv,
+        toFloat64(if(empty(new_pvs), 0, kpv1[new_pv])) / greatest(arraySum(mapValues(kpv1)), 1) AS new_pv_share,
+        if(new_pv_share > 0.5, concat('since prompt_version ', new_pv), '') AS since,
+        -- the service tier most calls used in each period
+        arraySort(v -> -toInt64(kt1[v]), mapKeys(kt1))[1] AS tier1,
+        arraySort(v -> -toInt64(kt0[v]), mapKeys(kt0))[1] AS tier0
+    FROM keyed
 ),
 drivers AS (
     SELECT {kn}, total0, total1, d.1 AS driver, d.2 AS delta_usd, d.3 AS before, d.4 AS after, d.5 AS detail

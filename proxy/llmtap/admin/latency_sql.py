@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .explain_sql import _logmean, _period_cols, _periods
+from .explain_sql import _logmean, _period_cols, _periods, _range_filter
 
 LATENCY_METRICS = ("duration", "ttft")
 LATENCY_COMPONENTS = {
@@ -126,11 +126,15 @@ def explain_latency_sql(
         for c in comps
     )
     return f"""WITH {_periods(t1, w, n, step)},
+    -- no cell can have min_samples units in both periods when the whole range has fewer calls: read nothing
+    (SELECT countIf(period = 1) >= {int(min_samples)} AND countIf(period = 0) >= {int(min_samples)}
+     FROM (SELECT {_period_cols()} FROM llm_calls WHERE {_range_filter()} AND ({where}))) AS x_enough,
 base AS (
     SELECT provider, server_address, request_model, timestamp, attempt, request_hash, api_key_id, error_type,
         ttfb_ms, ttft_ms, duration_ms, decode_ms, output_tokens
     FROM llm_calls
-    WHERE timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w + 600) AND ({where})
+    WHERE x_enough AND timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w + 600)
+        AND ({where})
 ),
 retried AS (
     SELECT DISTINCT api_key_id, request_hash FROM base WHERE attempt > 1 AND request_hash != ''
@@ -180,8 +184,8 @@ units AS (
     WHERE period >= 0 AND {unit}
 ),
 qs AS (
-    SELECT cell_id, {cell}, period, count() AS calls, quantile({lo})(e2e) AS lo, quantile({hi})(e2e) AS hi,
-        quantile({q})(e2e) AS pq,
+    SELECT cell_id, {cell}, period, count() AS calls, quantiles({lo}, {q}, {hi})(e2e) AS qe2e, qe2e[1] AS lo,
+        qe2e[2] AS pq, qe2e[3] AS hi,
         {qcols}
     FROM units GROUP BY cell_id, {cell}, period
 ),

@@ -171,6 +171,8 @@ class ClickHouseBackend:
         with self._lock:
             try:
                 c = self._ensure()
+                known = getattr(c, "server_settings", {}) or {}  # an older server lacks some of them
+                fast = {k: v for k, v in rowbinary.INSERT_SETTINGS.items() if k in known}
                 if self.cfg["async_insert"]:
                     c.raw_insert(
                         f"{self.db}.{rowbinary.TABLE}",
@@ -181,13 +183,14 @@ class ClickHouseBackend:
                             "deduplicate_blocks_in_dependent_materialized_views": 1,
                             "async_insert": 1,
                             "wait_for_async_insert": 1,
+                            **fast,
                         },
                         fmt="RowBinary",
                     )
                 else:
                     sql = (
-                        f"{rowbinary.insert_sql(self.db, token)} SELECT * FROM input('{rowbinary.structure()}') "
-                        "FORMAT RowBinary\n"
+                        f"{rowbinary.insert_sql(self.db, token, settings=fast)} "
+                        f"SELECT * FROM input('{rowbinary.structure()}') FORMAT RowBinary\n"
                     )
                     c.raw_insert(insert_block=b"".join([sql.encode(), *rows]))
             except Exception:

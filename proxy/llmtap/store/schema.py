@@ -87,6 +87,17 @@ def cluster_statements(db: str = DEFAULT_DB, cluster: str = "default") -> list[s
     return out
 
 
+def sorting_key(table: str) -> tuple[str, ...]:
+    """The columns of ``table``'s ORDER BY in the schema (what an AggregatingMergeTree rollup is keyed by)."""
+    for stmt in schema_statements():
+        m = _TABLE_RE.match(stmt)
+        if m and m.group(2) == table:
+            key = re.search(r"\bORDER BY \(([^)]*)\)", m.group(5))
+            if key:
+                return tuple(c.strip() for c in key.group(1).split(","))
+    raise KeyError(f"no ORDER BY for {table} in the schema")
+
+
 # table → (time expression) for retention; see retention_statement.
 RETENTION_TABLES = {
     "otel_traces": "toDateTime(Timestamp)",

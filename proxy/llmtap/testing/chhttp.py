@@ -6,10 +6,12 @@ RowBinary and Native, also through ``input()``; gzip, zstd or lz4 compressed or 
 ``database`` (else the user's default database, per request), ``default_format``, a ``multipart/form-data``
 body (the query and its parameters as form fields: clickhouse-connect sends large parameters so), basic or
 X-ClickHouse-User/Key auth, ``/ping``, query parameters (``param_<name>``), and errors as
-``Code: N. DB::Exception``. Other URL settings are applied with SET for the request and reset
-after it. ``--read-user``/``--read-password`` add a second user whose queries run on a chDB
-session of their own that the engine keeps read-only (``readonly = 2``: settings may change,
-data may not; chDB has no grants, so ``SELECT`` on one database is the server's part).
+``Code: N. DB::Exception``. Other URL settings are applied with SET for the request: a request runs with
+exactly its own (those of the request before that it does not name are reset to their defaults first; the
+ones it repeats are not set again: a server takes them with the request, with no queries of its own).
+``--read-user``/``--read-password`` add a second user whose queries run on a chDB session of their own
+that the engine keeps read-only (``readonly = 2``: settings may change, data may not; chDB has no grants,
+so ``SELECT`` on one database is the server's part).
 ``GET /_chhttp/log`` lists who ran what (the last 500: user and the statement's first words).
 
 Run: ``python -m llmtap.testing.chhttp --path DIR --port PORT [--user U --password P]`` (or
@@ -95,6 +97,25 @@ def main() -> None:
         reader = session.Session(args.path)
         reader.query("SET readonly = 2")
     seen: deque[tuple[str, str]] = deque(maxlen=500)
+    applied: dict[int, dict[str, str]] = {}  # per session: the URL settings in force (set for an earlier request)
+
+    def apply(session: Any, wanted: dict[str, str]) -> None:
+        """The session's settings become ``wanted`` (unknown or client-side ones are skipped, as before)."""
+        now = applied.setdefault(id(session), {})
+        for k in [k for k in now if k not in wanted]:
+            try:
+                session.query(f"SET {k} = DEFAULT")
+            except Exception:
+                pass
+            del now[k]
+        for k, v in wanted.items():
+            if now.get(k) == v:
+                continue
+            try:
+                session.query(f"SET {k} = {v if re.fullmatch(r'-?[0-9.]+', v) else repr(v)}")
+                now[k] = v
+            except Exception:
+                now.pop(k, None)  # client-side or unknown settings
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -188,36 +209,23 @@ def main() -> None:
                     # Each request runs in its ``database`` parameter, else the user's default one, as on
                     # a server: the shared session must not carry one request's database into the next.
                     run_on.query(f"USE {params.get('database') or default_db}")
-                    applied = []
-                    for k, v in settings.items():
+                    apply(run_on, settings)
+                    if binary and _INPUT_RE.search(sql):  # INSERT ... SELECT ... FROM input('structure')
+                        staged = Path(args.path) / f"input-{threading.get_ident()}.bin"
+                        staged.write_bytes(data)
                         try:
-                            run_on.query(f"SET {k} = {v if re.fullmatch(r'-?[0-9.]+', v) else repr(v)}")
-                            applied.append(k)
-                        except Exception:
-                            pass  # client-side or unknown settings
-                    try:
-                        if binary and _INPUT_RE.search(sql):  # INSERT ... SELECT ... FROM input('structure')
-                            staged = Path(args.path) / f"input-{threading.get_ident()}.bin"
-                            staged.write_bytes(data)
-                            try:
-                                run_on.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
-                            finally:
-                                staged.unlink(missing_ok=True)
-                            out = b""
-                        elif binary:
-                            with run_on.send_insert(sql, fmt) as ins:
-                                ins.append(bytes(data))
-                                ins.finish()
-                            out = b""
-                        else:
-                            res = run_on.query(sql, fmt, params=bound) if bound else run_on.query(sql, fmt)
-                            out = bytes(res.bytes()) if res is not None else b""
-                    finally:
-                        for k in applied:
-                            try:
-                                run_on.query(f"SET {k} = DEFAULT")
-                            except Exception:
-                                pass
+                            run_on.query(_INPUT_RE.sub(lambda m: f"file('{staged}', {fmt}, {m.group(1)})", sql, 1))
+                        finally:
+                            staged.unlink(missing_ok=True)
+                        out = b""
+                    elif binary:
+                        with run_on.send_insert(sql, fmt) as ins:
+                            ins.append(bytes(data))
+                            ins.finish()
+                        out = b""
+                    else:
+                        res = run_on.query(sql, fmt, params=bound) if bound else run_on.query(sql, fmt)
+                        out = bytes(res.bytes()) if res is not None else b""
                 except Exception as e:
                     msg = str(e)
                     code = re.search(r"Code: (\d+)", msg)

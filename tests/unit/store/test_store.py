@@ -182,3 +182,61 @@ def test_store_rejection_is_told_from_unavailability(inproc_store: ChdbBackend) 
     assert not rejects_rows(
         RuntimeError("Code: 53. DB::Exception: Type mismatch in IN or VALUES section (TYPE_MISMATCH)")
     )
+
+
+def test_inserts_leave_skip_indexes_to_the_merges(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """otel_traces' skip indexes are not built by each insert (rowbinary.INSERT_SETTINGS) but by the merge that
+    writes the part again; a trace-id lookup finds the span before the merge and after it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    store = tmp_path_factory.mktemp("skipidx") / "store"
+    code = f"""
+        import json
+        from pathlib import Path
+        from llmtap.store.embedded import ChdbBackend
+        from llmtap.testing import synthetic
+        b = ChdbBackend(Path({str(store)!r}))
+        rows = list(synthetic.rows(2000, 1))
+        b.insert_spans(rows[:1000], "a")
+        b.insert_spans(rows[1000:], "b")
+        parts = "SELECT count(), sum(secondary_indices_compressed_bytes) > 0 FROM system.parts " \\
+            "WHERE database = 'llmtap' AND table = 'otel_traces' AND active"
+        tid = rows[1500]["TraceId"]
+        find = f"SELECT count() FROM otel_traces WHERE TraceId = '{{tid}}'"
+        before = [b.query(parts, "JSONCompactEachRow").decode(), b.query(find, "CSV").decode()]
+        b.query("OPTIMIZE TABLE otel_traces FINAL", "CSV")
+        after = [b.query(parts, "JSONCompactEachRow").decode(), b.query(find, "CSV").decode()]
+        print(json.dumps([before, after]))
+        b.close()
+    """
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert json.loads(before[0])[1] == 0 and json.loads(after[0])[1] == 1  # no index bytes until the merge
+    assert before[1].strip() == after[1].strip() != "0"
+
+
+def test_a_server_without_the_insert_settings_gets_inserts_without_them() -> None:
+    """A ClickHouse server older than a setting of rowbinary.INSERT_SETTINGS would refuse every insert: the
+    server store sends only the settings its server lists."""
+    from llmtap.store.clickhouse import ClickHouseBackend
+
+    class Client:
+        database: str | None = None
+
+        def __init__(self, known: set[str]) -> None:
+            self.server_settings = dict.fromkeys(known, object())
+            self.sent: list[bytes] = []
+
+        def raw_insert(self, insert_block: bytes) -> None:
+            self.sent.append(insert_block)
+
+    for known, expected in ((set(rowbinary.INSERT_SETTINGS), True), (set(), False)):
+        b = ClickHouseBackend("clickhouse://default:@127.0.0.1:1/llmtap", writer=False)
+        b._client, b._schema_ready = Client(known), True
+        b.insert_rows([rowbinary.encode(next(iter(synthetic.rows(1, 3))))], "tok")
+        head = b._client.sent[0].split(b"\n", 1)[0].decode()
+        assert head.startswith("INSERT INTO llmtap.otel_traces") and "insert_deduplication_token = 'tok'" in head
+        assert all((f"{k} = " in head) == expected for k in rowbinary.INSERT_SETTINGS), head
