@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import marshal
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from .providers import ProviderName
 from .record import EndKind
@@ -111,6 +111,17 @@ class SocketMessage(NamedTuple):
     content: bytes
 
 
+class SocketUnparsed(NamedTuple):
+    """A message the relay passed on without assembling it (over ``--ws-max-message-mb``: ``why``);
+    ``stop``: the relay no longer reads the socket at all."""
+
+    call: int
+    from_client: bool
+    mono: float
+    why: str
+    stop: bool
+
+
 class SocketClose(NamedTuple):
     call: int
     closed_by_client: bool | None  # None: neither side closed it (the connection broke)
@@ -151,20 +162,9 @@ Message = (
     | SocketClose
     | Barrier
     | WorkerState
+    | SocketUnparsed
 )
-KINDS: tuple[type[Any], ...] = (
-    RequestPart,
-    Request,
-    Response,
-    Body,
-    End,
-    Gap,
-    SocketOpen,
-    SocketMessage,
-    SocketClose,
-    Barrier,
-    WorkerState,
-)
+KINDS: tuple[type[Any], ...] = get_args(Message)  # the wire tag is the position in Message
 _TAG: dict[type[Any], int] = {cls: i for i, cls in enumerate(KINDS)}
 STATE_EVERY_S = 0.2
 _LEN = struct.Struct("<I")

@@ -124,6 +124,29 @@ PROVIDERS: tuple[Provider, ...] = (
     # Any other host reached with --intercept (a gateway, a proxy): priced by the model it answers with.
     Provider("openai_compatible", by_model=True, note="the OpenAI APIs on other hosts (vLLM, Ollama `/v1`, gateways)"),
 )
+# Requests on intercepted hosts that are not model calls (the contract's "Which rows are LLM calls"): the
+# agents' telemetry and event logging, feature flags, OAuth and account endpoints, token counts, file uploads.
+# Each is recorded as an other request (``api = ''``, ``operation = 'other'``: no usage, no estimate, no cost),
+# whatever adapter's path it looks like, and counted apart (``llmtap_other_requests_total``). Regexes searched
+# case-insensitively in the path (no query, no trailing ``/``) of a POST to any intercepted host; a GET (a model
+# listing, ``/v1/models``) is no call anyway. Provenance: Claude Code 2.1's requests seen under ``llmtap exec``
+# (issue #31: ``/api/event_logging/v2/batch``, ``/api/eval/sdk-…``), the providers' API references for the rest.
+NOT_CALL_PATHS: tuple[tuple[str, str], ...] = (
+    (r"^/api/event_logging/", "Claude Code event logging"),
+    (r"^/api/eval/", "Claude Code feature flags (GrowthBook SDK evaluation)"),
+    (r"^/api/oauth/", "Anthropic OAuth (plan tokens)"),
+    (r"^/api/claude_code[_/]", "Claude Code metrics, settings, shared transcripts"),
+    (r"^/api/claude_cli/", "Claude Code bootstrap"),
+    (r"^/v1/oauth/", "Anthropic OAuth token exchange"),
+    (r"^/api/claude_cli_feedback$", "Claude Code feedback"),
+    (r"^/api/hello$", "Claude Code connectivity check"),
+    (r"^/v1/messages/count_tokens$", "Anthropic token counting (free, no generation)"),
+    (r"^/v1/files$", "file uploads (Anthropic, OpenAI)"),
+    (r"^/v1/uploads(/|$)", "OpenAI multi-part uploads"),
+    (r":counttokens$", "Gemini / Vertex token counting"),
+    (r"^/upload/", "Gemini file uploads"),
+)
+_NOT_CALL_RES: tuple[re.Pattern[str], ...] = tuple(re.compile(x, re.IGNORECASE) for x, _ in NOT_CALL_PATHS)
 BY_NAME: dict[str, Provider] = {}
 for _p in PROVIDERS:
     BY_NAME.setdefault(_p.name, _p)  # the first entry of a name is the provider's API host
@@ -158,6 +181,12 @@ def is_call_path(host: str, path: str) -> bool:
         return True
     bare = path.split("?", 1)[0].rstrip("/")
     return any(rx.search(bare) for rx in _PATH_RES[p])
+
+
+def is_not_call(path: str) -> bool:
+    """A request path that is never a model call (:data:`NOT_CALL_PATHS`); ``path`` may carry a query."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    return any(rx.search(bare) for rx in _NOT_CALL_RES)
 
 
 def is_plan_endpoint(host: str) -> bool:

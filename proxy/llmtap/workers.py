@@ -75,12 +75,14 @@ class Workers:
         listener: socket.socket,
         recorder: Recorder,
         on_dropped: Callable[[str, int], None] | None = None,
+        on_fatal: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
         self.count = count
         self.listener = listener
         self.recorder = recorder
         self._on_dropped = on_dropped
+        self._on_fatal = on_fatal  # a worker that ran, then could not go on (local mode's redirector gave up)
         self.workers: dict[int, Worker] = {}
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -160,6 +162,8 @@ class Workers:
 
     def _state(self, w: Worker, state: handoff.WorkerState) -> None:
         w.state = state
+        if state.startup_error and not self.stopping and self._on_fatal is not None:
+            self._on_fatal(state.startup_error)
         if self._on_dropped is not None:
             for reason, n in state.dropped.items():
                 new = n - w.counted.get(reason, 0)

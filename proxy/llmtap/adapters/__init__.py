@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ..providers import ProviderName, is_call_path, provider_for_host
+from ..providers import ProviderName, is_call_path, is_not_call, provider_for_host
 from ..record import Api
 from .anthropic_batch import AnthropicBatches
 from .anthropic_messages import AnthropicMessages
@@ -70,14 +70,17 @@ class RouteMatch:
 def route(method: str, host: str, path: str, header_names: frozenset[str]) -> RouteMatch | None:
     """The adapter and provider for a request to an intercepted host; ``None``: not an LLM call.
 
-    A POST no adapter speaks for is still a call, recorded by :class:`GenericJSON` from what the
-    transport shows. The provider is the public host's; on other hosts the path's when it names
-    one (an Azure deployment, a Vertex publisher model), else the adapter's default.
+    A POST no adapter speaks for, or to a path that is never a model call (``NOT_CALL_PATHS``), is
+    recorded by :class:`GenericJSON` as an other request (``api = ''``: not an LLM call). The provider
+    is the public host's; on other hosts the path's when it names one (an Azure deployment, a Vertex
+    publisher model), else the adapter's default.
     """
     if not is_call_path(host, path):
         return None  # a host that serves more than its API (chatgpt.com): not a call
     known = provider_for_host(host)
     p = unquote(path.split("?", 1)[0]).rstrip("/")
+    if method == "POST" and is_not_call(p):
+        return RouteMatch(GenericJSON, known or GenericJSON.default_provider)
     for adapter in REGISTRY:
         for r in adapter.routes:
             m = r.match(method, p, known, header_names)

@@ -6,12 +6,26 @@ from typing import Any, ClassVar
 
 from ..decode import SSEEvent
 from ..providers import ProviderName
-from ..record import Api, Operation
+from ..record import Api, Operation, ServerTool
 from .base import Adapter, ErrorInfo, Route, Usage, as_int, as_opt_int, as_str, d, error_from_body
 from .deltas import DeltaTemplate
 
 _CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
-_TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_TOOL_BLOCKS = frozenset({"tool_use"})  # the client runs these: tool_calls
+# Blocks of tools Anthropic ran itself (server_tool_calls), by the tool's name; usage.server_tool_use wins.
+_SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+_SERVER_NAMES: dict[str, ServerTool] = {
+    "web_search": "web_search",
+    "web_fetch": "web_fetch",
+    "code_execution": "code_execution",
+    "bash_code_execution": "code_execution",
+    "text_editor_code_execution": "code_execution",
+}
+
+
+def server_tool_kind(name: str) -> str:
+    """A ``usage.server_tool_use`` counter (``web_search_requests``) → its kind (``web_search``)."""
+    return name.removesuffix("_requests")
 
 
 class AnthropicMessages(Adapter):
@@ -38,6 +52,7 @@ class AnthropicMessages(Adapter):
         super().__init__()
         self._raw: dict[str, int] = {}  # Anthropic's own (exclusive) counters, last value wins
         self._deltas: dict[str, DeltaTemplate] = {}  # per delta type, the bytes of one seen (.deltas)
+        self._reported_tools = False  # usage.server_tool_use seen: its counts replace the blocks'
 
     def on_target(self, path: str) -> None:
         if ":streamrawpredict" in path.split("?", 1)[0].lower():  # Claude on Vertex AI
@@ -64,6 +79,10 @@ class AnthropicMessages(Adapter):
         one_hour = d(u, "cache_creation").get("ephemeral_1h_input_tokens")
         if isinstance(one_hour, int):
             self._raw["cache_1h"] = as_int(one_hour)
+        stu = u.get("server_tool_use")
+        if isinstance(stu, dict):
+            self._reported_tools = True
+            self.obs.server_tools = {server_tool_kind(k): as_int(v) for k, v in stu.items() if as_int(v) > 0}
         if isinstance(u.get("service_tier"), str) and u["service_tier"]:
             self.obs.service_tier = u["service_tier"]
         r = self._raw
@@ -122,8 +141,8 @@ class AnthropicMessages(Adapter):
         elif etype == "content_block_start":
             block = d(obj, "content_block")
             btype = block.get("type")
-            if btype in _TOOL_BLOCKS:
-                self.obs.tool_call_keys.add(block.get("id") or obj.get("index"))
+            if btype in _TOOL_BLOCKS or btype in _SERVER_BLOCKS:
+                self._block(block, obj.get("index"))
                 self.obs.text(as_str(block.get("name")))
                 self.content(t)
             elif btype == "text" and block.get("text"):
@@ -143,6 +162,15 @@ class AnthropicMessages(Adapter):
         elif etype == "error":
             self.mid_stream_error(error_from_body(obj) or ErrorInfo(message="unknown error"))
 
+    def _block(self, block: dict[str, Any], index: Any) -> None:
+        btype = block.get("type")
+        if btype in _TOOL_BLOCKS:
+            self.obs.tool_call_keys.add(block.get("id") or index)
+        elif btype in _SERVER_BLOCKS and not self._reported_tools:
+            kind = "mcp" if btype == "mcp_tool_use" else _SERVER_NAMES.get(as_str(block.get("name")), "")
+            if kind:
+                self.obs.server_tools[kind] = self.obs.server_tools.get(kind, 0) + 1
+
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
@@ -153,8 +181,7 @@ class AnthropicMessages(Adapter):
         for block in obj.get("content") or []:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") in _TOOL_BLOCKS:
-                self.obs.tool_call_keys.add(block.get("id"))
+            self._block(block, None)
             self.obs.text(as_str(block.get("text") or block.get("thinking")))
         if obj.get("stop_reason"):
             self.set_finish(obj["stop_reason"])

@@ -82,6 +82,11 @@ class Usage:
     cache_write: int = 0
     reasoning: int = 0
     cache_write_1h: int = 0  # subset of cache_write written with a 1-hour TTL
+    input_audio: int = 0  # subsets of input by modality, as reported
+    input_image: int = 0
+    output_audio: int = 0  # subsets of output by modality
+    output_image: int = 0
+    cache_read_audio: int = 0  # subset of cache_read that was audio
 
 
 def output_with_reasoning(completion: int, reasoning: int, prompt: int, total: int | None) -> tuple[int, int]:
@@ -130,7 +135,8 @@ class Observation:
     provider_cost_usd: float | None = None
     error: ErrorInfo | None = None
     terminal: bool = False  # the API's end-of-stream marker was seen
-    tool_call_keys: set[Any] = field(default_factory=set)
+    tool_call_keys: set[Any] = field(default_factory=set)  # tools the client must run (function, custom, …)
+    server_tools: dict[str, int] = field(default_factory=dict)  # hosted tool uses by kind (record.ServerTool)
     clock: ContentClock = field(default_factory=ContentClock)
     output_text: list[str] = field(default_factory=list)
     output_chars: int = 0

@@ -1,4 +1,5 @@
-"""Any other POST to an intercepted host: recorded from what the transport shows (status, timings, bytes).
+"""Any other POST to an intercepted host: an other request, not an LLM call (``api = ''``, ``operation =
+'other'``), recorded from what the transport shows (status, timings, bytes) for the other-requests panel.
 
 Its terminal marker is unknown, so a stream that ends cleanly counts as complete; a model,
 an id and OpenAI- or Anthropic-style usage are picked up when the body has them.
@@ -17,7 +18,7 @@ GENERIC_API: Api = ""
 
 class GenericJSON(Adapter):
     api = GENERIC_API
-    operation = ""
+    operation = "other"
 
     def framing(self, content_type: str, path: str) -> Framing:
         framing = super().framing(content_type, path)

@@ -43,6 +43,11 @@ def parse_chat_usage(u: dict[str, Any]) -> Usage:
         cache_read=cache_read,
         cache_write=as_int(ptd.get("cache_write_tokens")),
         reasoning=reasoning,
+        input_audio=as_int(ptd.get("audio_tokens")),
+        input_image=as_int(ptd.get("image_tokens")),
+        output_audio=as_int(ctd.get("audio_tokens")),
+        output_image=as_int(ctd.get("image_tokens")),
+        cache_read_audio=as_int(d(ptd, "cached_tokens_details").get("audio_tokens")),
     )
 
 

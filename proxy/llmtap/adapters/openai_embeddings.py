@@ -1,4 +1,5 @@
-"""OpenAI Embeddings: a JSON body with ``usage.prompt_tokens``; no output tokens."""
+"""OpenAI Embeddings: a JSON body with ``usage.prompt_tokens``; no output tokens. OpenAI's has no id; the
+OpenAI-compatible ones that do (Mistral's ``"id": "cc93…"``) keep it as ``response_id``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class OpenAIEmbeddings(Adapter):
             return
         self.obs.terminal = True
         self.obs.response_model = as_str(obj.get("model"))
+        self.obs.response_id = as_str(obj.get("id"))
         usage = obj.get("usage")
         if isinstance(usage, dict):
             self.obs.usage = Usage(input=as_int(usage.get("prompt_tokens")))

@@ -31,7 +31,7 @@ _TEXT_DELTAS = frozenset(
     }
 )
 _AUDIO_DELTAS = frozenset({"response.output_audio.delta", "response.audio.delta"})
-_TOOL_ITEMS = frozenset({"function_call", "mcp_call"})
+_TOOL_ITEMS = frozenset({"function_call"})  # the client runs it; a remote MCP call the server runs itself
 
 
 def parse_realtime_usage(u: dict[str, Any]) -> Usage:
@@ -42,6 +42,11 @@ def parse_realtime_usage(u: dict[str, Any]) -> Usage:
         input=as_int(u.get("input_tokens")) or modal_in,
         output=as_int(u.get("output_tokens")) or modal_out,
         cache_read=as_int(itd.get("cached_tokens")),
+        input_audio=as_int(itd.get("audio_tokens")),
+        input_image=as_int(itd.get("image_tokens")),
+        output_audio=as_int(otd.get("audio_tokens")),
+        output_image=as_int(otd.get("image_tokens")),
+        cache_read_audio=as_int(d(itd, "cached_tokens_details").get("audio_tokens")),
     )
 
 
@@ -75,6 +80,8 @@ class RealtimeResponse(Adapter):
             item = d(obj, "item")
             if item.get("type") in _TOOL_ITEMS:
                 self.obs.tool_call_keys.add(item.get("id") or len(self.obs.tool_call_keys))
+            elif item.get("type") == "mcp_call":
+                self.obs.server_tools["mcp"] = self.obs.server_tools.get("mcp", 0) + 1
         elif etype == "response.done":
             self.done(d(obj, "response"))
 

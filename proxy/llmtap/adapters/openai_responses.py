@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..decode import SSEEvent
-from ..record import cap_message
+from ..record import ServerTool, cap_message
 from .base import (
     Adapter,
     ErrorInfo,
@@ -22,19 +22,18 @@ from .deltas import DeltaTemplate
 from .openai_chat import AZURE_DEPLOYMENT
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# Output items the client must act on (a function to run, a computer action, a local shell command): tool_calls.
 _TOOL_ITEMS = frozenset(
-    {
-        "function_call",
-        "custom_tool_call",
-        "mcp_call",
-        "computer_call",
-        "local_shell_call",
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-    }
+    {"function_call", "custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call"}
 )
+# Hosted tools OpenAI ran itself (billed per use, nothing left for the client): server_tool_calls by kind.
+HOSTED_ITEMS: dict[str, ServerTool] = {
+    "web_search_call": "web_search",
+    "file_search_call": "file_search",
+    "code_interpreter_call": "code_execution",
+    "image_generation_call": "image_generation",
+    "mcp_call": "mcp",
+}
 _TEXT_DELTAS = frozenset(
     {
         "response.output_text.delta",
@@ -63,6 +62,10 @@ def parse_responses_usage(u: dict[str, Any]) -> Usage:
         cache_read=as_int(itd.get("cached_tokens")),
         cache_write=as_int(itd.get("cache_write_tokens")),
         reasoning=reasoning,
+        input_audio=as_int(itd.get("audio_tokens")),
+        input_image=as_int(itd.get("image_tokens")),
+        output_audio=as_int(otd.get("audio_tokens")),
+        output_image=as_int(otd.get("image_tokens")),
     )
 
 
@@ -77,6 +80,7 @@ class OpenAIResponses(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._deltas: dict[str, DeltaTemplate] = {}  # per event name, the bytes of the last text delta (.deltas)
+        self._hosted: dict[str, set[Any]] = {}  # hosted tool items seen, by kind (their ids)
 
     def on_request(self, body: Any) -> None:
         super().on_request(body)
@@ -96,8 +100,23 @@ class OpenAIResponses(Adapter):
         output = resp.get("output")
         if isinstance(output, list):
             for i, item in enumerate(output):
-                if isinstance(item, dict) and item.get("type") in _TOOL_ITEMS:
-                    self.obs.tool_call_keys.add(item.get("id") or i)
+                if isinstance(item, dict):
+                    self._item(item, i)
+
+    def _item(self, item: dict[str, Any], index: Any) -> bool:
+        """An output item: a client tool call (``tool_calls``) or a hosted tool use (``server_tool_calls``)."""
+        itype = as_str(item.get("type"))
+        key = item.get("id") or index
+        if itype in _TOOL_ITEMS:
+            self.obs.tool_call_keys.add(key)
+            return True
+        kind = HOSTED_ITEMS.get(itype)
+        if kind is None:
+            return False
+        seen = self._hosted.setdefault(kind, set())
+        seen.add(key)
+        self.obs.server_tools[kind] = len(seen)
+        return True
 
     def _terminal(self, resp: dict[str, Any]) -> None:
         self.obs.terminal = True
@@ -158,11 +177,8 @@ class OpenAIResponses(Adapter):
             self.mid_stream_error(err)
         elif etype in ("response.created", "response.in_progress", "response.queued"):
             self._response(d(obj, "response"))
-        elif etype == "response.output_item.added":
-            item = d(obj, "item")
-            if item.get("type") in _TOOL_ITEMS:
-                self.obs.tool_call_keys.add(item.get("id") or obj.get("output_index"))
-                self.content(t)
+        elif etype == "response.output_item.added" and self._item(d(obj, "item"), obj.get("output_index")):
+            self.content(t)
 
     def on_json(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):

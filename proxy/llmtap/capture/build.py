@@ -9,14 +9,15 @@ enrichers need beyond the record (the request body, the output text) is handed o
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..adapters.base import ErrorInfo, Usage, collect_text, error_from_body
 from ..adapters.batch import BatchResults
 from ..adapters.timing import percentile
 from ..providers import is_plan_endpoint
-from ..record import CallRecord, cap_message
+from ..record import CallRecord, cap_message, is_llm_call
 from . import headers as hdr
 from . import identity, taxonomy
 from .clients import client_from_user_agent
@@ -70,6 +71,7 @@ def build(cap: Capture, end: End, estimator: TokenEstimator | None) -> tuple[Cal
         if req.max_output_tokens is None or 0 <= req.max_output_tokens < 2**32
         else None,
         tool_calls=len(obs.tool_call_keys),
+        server_tool_calls={k: min(n, 2**32 - 1) for k, n in obs.server_tools.items() if n > 0},
         finish_reason=obs.finish,
         finish_reason_raw=obs.finish_raw,
         request_service_tier=req.service_tier[:64],
@@ -95,6 +97,7 @@ def _who(r: CallRecord, cap: Capture) -> None:
     f, req = cap.facts, cap.adapter.req
     h = dict(f.headers)
     r.transport, r.connection_id = f.transport, f.connection_id
+    r.capture_mode = f.capture_mode
     r.client_name, r.client_version = client_from_user_agent(h.get("user-agent", ""))
     r.billing = identity.billing(is_plan_endpoint(f.host), h, f.path.partition("?")[2])
     if not f.attribution.get("user_id") and req.user:
@@ -165,6 +168,8 @@ def _outcome(r: CallRecord, cap: Capture, end: End) -> None:
             r.retry_after_s = err.retry_after_s
         if r.retry_after_s is None:
             r.retry_after_s = taxonomy.retry_after_from_message(err.message)
+        if r.retry_after_s is not None and not math.isfinite(r.retry_after_s):  # "try again in 9999…9s"
+            r.retry_after_s = None
 
 
 def _cut_short(cap: Capture, end: End) -> str:
@@ -173,9 +178,9 @@ def _cut_short(cap: Capture, end: End) -> str:
         return ""
     if end.kind == "upstream_error":
         return end.message or "the upstream broke the response"
-    length = dict(cap.resp_headers).get("content-length", "")
-    if length.isdigit() and cap.response_bytes < int(length):
-        return f"response ended after {cap.response_bytes} of {int(length)} bytes (Content-Length)"
+    length = hdr.to_int(dict(cap.resp_headers).get("content-length"))
+    if length is not None and cap.response_bytes < length:
+        return f"response ended after {cap.response_bytes} of {length} bytes (Content-Length)"
     return ""
 
 
@@ -199,7 +204,10 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: E
     if not adapter.billable:  # a control call (a batch created or polled): nothing to bill
         r.usage_source = "none"
         return
-    if usage is not None and not unfinished:
+    if not is_llm_call(adapter.api) and usage is None:  # an other request: never estimated
+        r.usage_source = "none"
+        return
+    if usage is not None and (not unfinished or not is_llm_call(adapter.api)):
         r.usage_source = "provider"
     elif usage is None and not may_be_billed(r, end):
         r.usage_source = "none"
@@ -218,14 +226,7 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: E
             est_out, label = count("".join(obs.output_text), model)
             labels.append(label)
         base = usage or Usage()
-        usage = Usage(
-            input=base.input or est_in,
-            output=max(base.output, est_out),
-            cache_read=base.cache_read,
-            cache_write=base.cache_write,
-            reasoning=base.reasoning,
-            cache_write_1h=base.cache_write_1h,
-        )
+        usage = replace(base, input=base.input or est_in, output=max(base.output, est_out))
         r.usage_source = "partial" if base.input or base.output else "estimated"
         if labels:
             r.usage_estimator = labels[-1]
@@ -233,6 +234,11 @@ def _usage(r: CallRecord, cap: Capture, estimator: TokenEstimator | None, end: E
     r.cache_read_tokens, r.cache_write_tokens = usage.cache_read, usage.cache_write
     r.reasoning_tokens = usage.reasoning
     r.cache_write_1h_tokens = min(usage.cache_write_1h, usage.cache_write)
+    r.input_audio_tokens = min(usage.input_audio, r.input_tokens)
+    r.input_image_tokens = min(usage.input_image, r.input_tokens - r.input_audio_tokens)
+    r.output_audio_tokens = min(usage.output_audio, r.output_tokens)
+    r.output_image_tokens = min(usage.output_image, r.output_tokens - r.output_audio_tokens)
+    r.cache_read_audio_tokens = min(usage.cache_read_audio, r.cache_read_tokens, r.input_audio_tokens)
     if obs.provider_cost_usd is not None:
         r.cost_usd = obs.provider_cost_usd
         r.cost_source = "provider"

@@ -5,12 +5,14 @@ built on an SDK (Claude Code on anthropic-node), so agents come before SDKs, SDK
 generic HTTP libraries. The raw User-Agent is never stored: an unknown one gives ``''``.
 Patterns are searched case-sensitively in the User-Agent; group 1 is the version.
 
-Sources of the strings (tests/unit/capture/test_clients.py has one real example each):
+Sources of the strings (tests/unit/capture/test_identity.py has one real example each):
 Claude Code ``claude-cli/<v> (external, cli)``; Codex ``<originator>/<v> (<os>; <arch>) …``
 with originators ``codex_cli_rs``, ``codex_exec``, ``codex_vscode``… (codex-rs
 ``default_client.rs``); Gemini CLI ``GeminiCLI/<v>[/<model>] (<platform>; <arch>)``
-(gemini-cli ``contentGenerator.ts``); Copilot Chat ``GitHubCopilotChat/<v>``; the Stainless
-SDKs ``<ClientClass>/Python <v>`` and ``<ClientClass>/JS <v>`` (openai/anthropic
+(gemini-cli ``contentGenerator.ts``), since 0.4x ``GeminiCLI-<surface>/<v>/<model> (<platform>; <arch>; <surface>)``
+(``GeminiCLI-tui/0.61.0/…`` from the npm CLI, issue #31); Cline ``Cline/<v>`` (its ``buildExternalBasicHeaders``);
+opencode ``opencode/<v> ai-sdk/provider-utils/<v> runtime/bun/<v>``; Copilot Chat ``GitHubCopilotChat/<v>``;
+the Stainless SDKs ``<ClientClass>/Python <v>`` and ``<ClientClass>/JS <v>`` (openai/anthropic
 ``_base_client``); google-genai ``google-genai-sdk/<v> gl-python/<py>`` (``_api_client.py``);
 LiteLLM ``litellm/<v>``.
 """
@@ -25,12 +27,13 @@ CLIENTS: tuple[tuple[str, str], ...] = (
     ("claude-code", r"\bclaude-code/([\w.+-]+)"),
     ("codex", r"\bcodex[_-][a-z_]+/([\w.+-]+)"),
     ("codex", r"\bCodex Desktop/([\w.+-]+)"),
-    ("gemini-cli", r"\bGeminiCLI/([\w.+-]+)"),
+    ("gemini-cli", r"\bGeminiCLI(?:-[A-Za-z]+)?/([\w.+-]+)"),  # GeminiCLI-tui/…: the surface since 0.4x
     ("github-copilot", r"\bGitHubCopilotChat/([\w.+-]+)"),
     ("github-copilot", r"\bGithubCopilot/([\w.+-]+)"),
     ("github-copilot", r"\bcopilot-(?:cli|language-server)/([\w.+-]+)"),
     ("cursor", r"(?<![A-Za-z])Cursor/([\w.+-]+)"),
     ("opencode", r"\bopencode/([\w.+-]+)"),
+    ("cline", r"\bCline/([\w.+-]+)"),
     ("aider", r"\baider/([\w.+-]+)"),
     ("litellm", r"\blitellm/([\w.+-]+)"),
     ("langchain", r"\blangchain(?:-[a-z-]+)?/([\w.+-]+)"),

@@ -1,22 +1,27 @@
 """Token estimation, used only when the provider reported no usage (marked ``estimated``).
 
-tiktoken fetches its BPE files on first use. The files are cached under the data
-dir (``TIKTOKEN_CACHE_DIR``, which tiktoken reads itself: set at start by
-:func:`llmtap.config.library_environment`); when they cannot be fetched (offline), estimation falls
-back to a documented heuristic: ``ceil(len(utf8 bytes) / 4)``. The estimator used is
-reported per call in the span attribute ``llmtap.usage_estimator``.
+Counts are tiktoken's, exact and offline: the encodings llmtap's models map to (o200k_base, cl100k_base) ship
+in the package (``encodings/``, OpenAI's files byte for byte: ``encodings/PROVENANCE.md``), and
+:func:`seed_cache` puts them in tiktoken's cache (``TIKTOKEN_CACHE_DIR``, the data dir's unless the user set
+one: :func:`llmtap.config.library_environment`) under the names tiktoken looks for (the SHA-1 of the file's
+URL), so tiktoken loads them from disk and checks their hash itself: no download, ever, on the traffic path.
+Only if that fails (a damaged install) does estimation fall back to the documented heuristic
+``ceil(len(utf8 bytes) / 4)``, marked ``heuristic:bytes/4``. The estimator used is reported per call in the
+span attribute ``llmtap.usage_estimator``.
 
 An encoding is loaded the first time a call needs it, not at start: each one holds
 tens of MB, and a sidecar whose providers report usage never needs one. The load runs
 in its own thread; the call that started it waits up to ``first_wait`` seconds (a
-cached file loads well within that) and otherwise uses the heuristic, so a fetch that
+cached file loads well within that) and otherwise uses the heuristic, so a load that
 hangs never stalls the pipeline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +30,30 @@ from typing import Protocol
 log = logging.getLogger("llmtap.estimate")
 
 HEURISTIC = "heuristic:bytes/4"
+SHIPPED = Path(__file__).with_name("encodings")
+"""The encodings shipped with the package: ``<name>.tiktoken``."""
+ENCODINGS_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+"""Where tiktoken fetches an encoding (``tiktoken_ext/openai_public.py``); its cache names a file by its SHA-1."""
+
+
+def cache_name(name: str) -> str:
+    """The file name tiktoken's cache gives encoding ``name`` (``tiktoken.load.read_file_cached``)."""
+    return hashlib.sha1(ENCODINGS_URL.format(name=name).encode()).hexdigest()
+
+
+def seed_cache(cache_dir: Path) -> list[str]:
+    """Put the shipped encodings into tiktoken's cache ``cache_dir`` where one is missing or differs in size
+    (written to a temporary name, then renamed: a reader never sees half a file). The names seeded."""
+    seeded = []
+    for src in sorted(SHIPPED.glob("*.tiktoken")):
+        dst = cache_dir / cache_name(src.stem)
+        if dst.exists() and dst.stat().st_size == src.stat().st_size:
+            continue
+        tmp = dst.with_name(f"{dst.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(src.read_bytes())
+        tmp.replace(dst)
+        seeded.append(src.stem)
+    return seeded
 
 
 class Encoding(Protocol):
@@ -64,6 +93,10 @@ class TokenEstimator:
     ) -> None:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                seed_cache(cache_dir)
+            except OSError as e:  # a read-only cache: tiktoken may still have the files
+                log.warning("could not seed tiktoken's cache %s with the shipped encodings: %s", cache_dir, e)
         self._loader = loader or _tiktoken_loader
         self.first_wait = first_wait
         self._encodings: dict[str, Encoding | None] = {}

@@ -1,12 +1,21 @@
-"""What a provider's response headers say: request id, provider time, rate limits, retry-after."""
+"""What a provider's response headers say: request id, provider time, rate limits, retry-after.
+
+Fail-open for every value: a header the provider (or anything on the way) got wrong leaves that field
+unknown and the record whole. Numbers must be finite and fit their column (``1e309``, ``NaN``, 5,000
+digits, ``²``: unknown, not an exception that lost the call); text is made valid UTF-8 (bytes that were
+not UTF-8 reach llmtap as surrogate escapes, which the OTLP exporter cannot encode) by
+:func:`~llmtap.safetext.safe_text`.
+"""
 
 from __future__ import annotations
 
 import email.utils
+import math
 import re
 import time
 
 from ..record import CallRecord
+from ..safetext import safe_text
 
 REQUEST_ID_HEADERS = (
     "x-request-id",
@@ -29,6 +38,9 @@ RATELIMIT_NAMES = frozenset({"retry-after", "retry-after-ms", "ratelimit", "rate
 _CODEX_LIMITS = re.compile(r"^x-codex-(?:[a-z0-9_]+-)?(?:primary|secondary|credits|active-limit|rate-limit)")
 MAX_RATELIMIT_HEADERS = 64
 MAX_RATELIMIT_VALUE = 256
+INT64 = (-(2**63), 2**63 - 1)  # the range of the Int64 columns (and of OTLP's int attributes)
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+MAX_NUMBER_CHARS = 64
 
 
 def ratelimit_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
@@ -38,7 +50,7 @@ def ratelimit_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
         k = name.lower()
         kept = k in RATELIMIT_NAMES or k.startswith(RATELIMIT_PREFIXES) or bool(_CODEX_LIMITS.match(k))
         if kept and len(out) < MAX_RATELIMIT_HEADERS:
-            out[k] = value[:MAX_RATELIMIT_VALUE]
+            out[safe_text(k)] = safe_text(value[:MAX_RATELIMIT_VALUE])
     return out
 
 
@@ -47,7 +59,7 @@ def apply_response_headers(r: CallRecord, headers: list[tuple[str, str]], body_p
     r.ratelimit_headers = ratelimit_headers(headers)
     for name in REQUEST_ID_HEADERS:
         if h.get(name):
-            r.request_id = h[name][:200]
+            r.request_id = safe_text(h[name][:200])
             break
     for name in PROCESSING_HEADERS:
         v = to_float(h.get(name))
@@ -55,7 +67,11 @@ def apply_response_headers(r: CallRecord, headers: list[tuple[str, str]], body_p
             r.provider_processing_ms = v
             break
     # Groq, Ollama and Bedrock report it in the body instead.
-    if r.provider_processing_ms is None and isinstance(body_processing_ms, (int, float)):
+    if (
+        r.provider_processing_ms is None
+        and isinstance(body_processing_ms, (int, float))
+        and math.isfinite(body_processing_ms)
+    ):
         r.provider_processing_ms = float(body_processing_ms)
     r.ratelimit_remaining_requests = to_int(
         h.get("x-ratelimit-remaining-requests") or h.get("anthropic-ratelimit-requests-remaining")
@@ -71,17 +87,29 @@ def apply_response_headers(r: CallRecord, headers: list[tuple[str, str]], body_p
 
 
 def to_float(v: str | None) -> float | None:
-    if not v:
+    """A finite number, else ``None`` (``inf``, ``NaN``, ``1e309``, not a number)."""
+    if not v or len(v) > MAX_NUMBER_CHARS or not v.isascii():  # HTTP numbers are ASCII (float() takes "١٢٣")
         return None
     try:
-        return float(v.strip())
+        f = float(v.strip())
     except ValueError:
         return None
+    return f if math.isfinite(f) else None
 
 
 def to_int(v: str | None) -> int | None:
-    f = to_float(v)
-    return int(f) if f is not None else None
+    """A whole number within Int64 (a decimal is cut toward zero), else ``None``."""
+    if not v:
+        return None
+    text = v.strip()
+    if _INTEGER.fullmatch(text):
+        n = int(text)
+    else:
+        f = to_float(text)
+        if f is None:
+            return None
+        n = int(f)
+    return n if INT64[0] <= n <= INT64[1] else None
 
 
 def retry_after(v: str) -> float | None:
@@ -89,8 +117,10 @@ def retry_after(v: str) -> float | None:
     f = to_float(v)
     if f is not None:
         return f
+    if len(v) > MAX_NUMBER_CHARS:
+        return None
     try:
         dt = email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError):
+        return max(dt.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, OverflowError, OSError, IndexError):
         return None
-    return max(dt.timestamp() - time.time(), 0.0)

@@ -28,8 +28,9 @@ from time import monotonic, perf_counter_ns
 
 from .. import handoff
 from ..adapters import REGISTRY, WS_REGISTRY, Adapter, GenericJSON, WSAdapter
+from ..decode.websocket import DEFAULT_MAX_MESSAGE_BYTES
 from ..intercept.attribution import Fingerprinter, read_attribution, trace_ids
-from ..record import Api
+from ..record import Api, CaptureMode
 from .request import parse_body
 from .tee import Capture, End, ParseErrorHook, RequestFacts
 from .ws import Submit, WSConnection
@@ -72,8 +73,12 @@ class Recorder:
         service: str = "",
         make_adapter: AdapterFactory | None = None,
         on_parse_error: ParseErrorHook | None = None,
+        ws_max_message: int = DEFAULT_MAX_MESSAGE_BYTES,
+        capture_mode: CaptureMode = "regular",
     ) -> None:
         self._submit = submit
+        self._capture_mode: CaptureMode = capture_mode  # --mode: on every call's span
+        self._ws_max_message = ws_max_message  # the relay's bound (--ws-max-message-mb): the decoder's too
         self._fp = fingerprinter
         self._service = service
         self._make: AdapterFactory = make_adapter or (lambda cls: cls())
@@ -124,6 +129,10 @@ class Recorder:
             conn = self._sockets.get(key)
             if conn is not None:
                 conn.on_message(msg.from_client, msg.content, msg.mono)
+        elif isinstance(msg, handoff.SocketUnparsed):
+            conn = self._sockets.get(key)
+            if conn is not None:
+                conn.on_unparsed(msg.from_client, msg.why, msg.stop)
         elif isinstance(msg, handoff.SocketOpen):
             self._open(key, msg)
         elif isinstance(msg, handoff.SocketClose):
@@ -156,6 +165,7 @@ class Recorder:
             connection_id=req.connection,
             body_size=req.body_size,
             body_hash=body_hash,
+            capture_mode=self._capture_mode,
         )
 
     def _request(self, key: Key, req: handoff.Request, t0: int) -> None:
@@ -207,7 +217,7 @@ class Recorder:
         up.cap.release()
         adapter = up.adapter(up.model)
         self._sockets[key] = WSConnection(
-            up.facts, adapter, self._submit, msg.headers, self._on_parse_error, up.keep_trace
+            up.facts, adapter, self._submit, msg.headers, self._on_parse_error, up.keep_trace, self._ws_max_message
         )
 
     def worker_gone(self, worker: int, why: str) -> int:

@@ -27,10 +27,11 @@ from typing import Any
 
 from ..adapters import Adapter, Turn
 from ..decode import WEBSOCKET, Framer, Framing, JSONBody, make_decoder
+from ..decode.body import Bytes
 from ..decode.compression import ContentDecoder
 from ..errors import LlmtapError
 from ..providers import ProviderName
-from ..record import Api, EndKind, Transport
+from ..record import Api, CaptureMode, EndKind, Transport
 
 log = logging.getLogger("llmtap.capture")
 
@@ -54,24 +55,20 @@ class ResponseTooLarge(LlmtapError, ValueError):
     pass
 
 
-class SharedBudget:
+class SharedBudget(Bytes):
     """The :class:`~llmtap.decode.body.Budget` of all captures' whole bodies (thread-safe)."""
 
     def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
+        super().__init__(limit)
         self._lock = threading.Lock()
 
     def take(self, n: int) -> bool:
         with self._lock:
-            if self.used + n > self.limit:
-                return False
-            self.used += n
-            return True
+            return super().take(n)
 
     def give(self, n: int) -> None:
         with self._lock:
-            self.used = max(self.used - n, 0)
+            super().give(n)
 
 
 BUFFERED = SharedBudget(MAX_BUFFERED)
@@ -100,6 +97,7 @@ class RequestFacts:
     body_size: int = -1  # bytes on the wire when the body was streamed (``body`` is then empty)
     body_hash: str = ""  # its hash, counted on the way (``request_hash``)
     body_note: str = ""  # why its fields are missing (over the parse bound, undecodable), else ''
+    capture_mode: CaptureMode = "regular"  # how the sidecar received the connection (``--mode``)
 
 
 @dataclass(slots=True)

@@ -1,8 +1,9 @@
 """Per-socket capture on the event loop: WebSocket messages in, one capture per call out.
 
 The addon hands every message of an intercepted WebSocket to :meth:`WSConnection.on_message`
-(after mitmproxy relayed nothing yet: it forwards the message once the hook returns, unchanged)
-and the close to :meth:`WSConnection.on_close`. Messages are decoded as JSON
+(its bytes relayed already, unchanged), a message the relay passed on without assembling it
+(over ``--ws-max-message-mb``) to :meth:`WSConnection.on_unparsed`, and the close to
+:meth:`WSConnection.on_close`. Messages are decoded as JSON
 (:class:`~llmtap.decode.WSMessageDecoder`) and given to the socket's
 :class:`~llmtap.adapters.WSAdapter`; each call it finishes becomes an ordinary
 :class:`~.tee.Capture` — its request facts are the message that started it, its "response
@@ -23,10 +24,16 @@ from collections.abc import Callable
 
 from ..adapters import Turn, WSAdapter
 from ..decode import WSMessageDecoder
+from ..decode.websocket import DEFAULT_MAX_MESSAGE_BYTES
+from ..errors import LlmtapError
 from ..record import EndKind
 from .tee import Capture, End, ParseErrorHook, RequestFacts, parse_failed
 
 Submit = Callable[[Capture, End], None]
+
+
+class MessageNotParsed(LlmtapError, ValueError):
+    pass
 
 
 class WSConnection:
@@ -41,6 +48,7 @@ class WSConnection:
         headers: list[tuple[str, str]],
         on_parse_error: ParseErrorHook | None = None,
         keep_trace: bool = False,
+        max_message: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.facts = facts
         self.adapter = adapter
@@ -48,7 +56,7 @@ class WSConnection:
         self.headers = headers
         self._on_parse_error = on_parse_error
         self._keep_trace = keep_trace  # the upgrade carried a traceparent: every call joins that trace
-        self._decoder = WSMessageDecoder()
+        self._decoder = WSMessageDecoder(max_message)
         self.parsing = True
         self.parse_error = ""
         self.messages = 0
@@ -69,6 +77,17 @@ class WSConnection:
                 self._emit(turn, self._finished(turn, t))
         except Exception as e:
             self._failed(e)
+
+    def on_unparsed(self, from_client: bool, why: str, stop: bool) -> None:
+        """A message relayed without being parsed (``why``): counted, and said on the calls that follow;
+        ``stop``: the relay no longer reads the socket, so neither does the capture."""
+        self.messages += 1
+        err = MessageNotParsed(f"WebSocket {'client' if from_client else 'server'} {why}")
+        if stop:
+            self._failed(err)
+            return
+        note = parse_failed(self.facts.api, err, self._on_parse_error)
+        self.parse_error = self.parse_error or note
 
     def on_close(self, closed_by_client: bool | None, t: float, reason: str = "") -> None:
         """The socket ended: calls still open were cut — by the client (cancelled) or by the server

@@ -20,6 +20,22 @@ class Budget(Protocol):
     def give(self, n: int) -> None: ...
 
 
+class Bytes:
+    """A :class:`Budget` of ``limit`` bytes for one thread or one event loop (no lock)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, n: int) -> bool:
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used = max(self.used - n, 0)
+
+
 class JSONBody:
     """The framer of a plain JSON response: no frames while it arrives, the parsed value at ``flush``.
 

@@ -35,7 +35,7 @@ from ..providers import is_call_path
 from ..record import EndKind
 from .attribution import proxy_user, strippable
 from .calls import KEY, CallState, Put, counted
-from .routing import BASE_URL_HELP, Interception, base_url_target
+from .routing import BASE_URL_HELP, Interception, base_url_target, call_host
 from .websocket import WebSockets, is_upgrade
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -115,7 +115,8 @@ class LlmTapAddon:
             host, port, path = target
             req.scheme, req.host, req.port, req.path = "https", host, port, path
             req.headers["host"] = host if port == 443 else f"{host}:{port}"
-        if not self.is_intercepted(req.host, req.port) or not is_call_path(req.host, req.path):
+        host = call_host(flow.client_conn.proxy_mode.type_name, req.host, flow.client_conn.sni, req.host_header)
+        if not self.is_intercepted(host, req.port) or not is_call_path(host, req.path):
             if not answered:
                 req.stream = True  # not ours (or not the host's API): pass through, never buffer
             return None
@@ -126,19 +127,19 @@ class LlmTapAddon:
         for name in strippable(names, req.headers.get("authorization", "")):
             del req.headers[name]
         if is_upgrade(flow):
-            ws = route_ws(req.host, req.path, names)
+            ws = route_ws(host, req.path, names)
             if ws is None:
                 return None
             return CallState(next(self._ids), start_wall, start_mono, headers, ws.provider, ws.adapter.__name__,
-                             ws.model, user, websocket=True)  # fmt: skip
-        match = route(req.method, req.host, req.path, names)
+                             ws.model, user, websocket=True, host=host)  # fmt: skip
+        match = route(req.method, host, req.path, names)
         if answered:
             return None
         if match is None:
             req.stream = True  # GET /v1/models and the like: not calls
             return None
         state = CallState(next(self._ids), start_wall, start_mono, headers, match.provider, match.adapter.__name__,
-                          match.model, user)  # fmt: skip
+                          match.model, user, host=host)  # fmt: skip
         req.stream = state.request_tee(self.put)
         return state
 
@@ -156,7 +157,7 @@ class LlmTapAddon:
         body, digest, over = state.request_body()
         self.put(
             handoff.Request(
-                state.call, state.start_wall, state.start_mono, req.method, req.host, req.port, req.path,
+                state.call, state.start_wall, state.start_mono, req.method, state.host or req.host, req.port, req.path,
                 state.headers, body, state.body_size, digest, over, state.provider, state.adapter, state.model,
                 state.proxy_user, flow.client_conn.id, state.websocket, state.take_loop_ns(),
             )

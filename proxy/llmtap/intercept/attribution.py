@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
+from ..safetext import safe_text
+
 ATTRIBUTION_HEADERS = {
     "x-llmtap-service": "service",
     "x-llmtap-user": "user_id",
@@ -75,11 +77,11 @@ def read_attribution(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     for k, v in headers:
         field = ATTRIBUTION_HEADERS.get(k)
         if field and v:
-            out[field] = v[:256]
+            out[field] = safe_text(v[:256])
         elif k in FOREIGN_SESSION_HEADERS and v:
-            sessions.setdefault(k, v[:256])
+            sessions.setdefault(k, safe_text(v[:256]))
         elif k in FOREIGN_USER_HEADERS and v:
-            users.setdefault(k, v[:256])
+            users.setdefault(k, safe_text(v[:256]))
     for name in FOREIGN_SESSION_HEADERS:
         if name in sessions:
             out.setdefault("session_id", sessions[name])

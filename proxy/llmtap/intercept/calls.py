@@ -49,6 +49,7 @@ class CallState:
     model: str
     proxy_user: str
     websocket: bool = False
+    host: str = ""  # the name it was addressed to (routing.call_host), when it is not the request's host
     socket_open: bool = False  # a WebSocket's upgrade was answered and its socket started
     body: list[bytes] = field(default_factory=list)  # request chunks not handed off yet
     body_size: int = 0

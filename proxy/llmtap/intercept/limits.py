@@ -86,6 +86,7 @@ class LimitsConfig:
     max_clients: int = DEFAULT_MAX_CLIENTS
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     admin: tuple[str, int] | None = None  # the admin listener: never a destination
+    listen: tuple[str, int] | None = None  # the proxy's own listener: never a destination (a loop)
     intercept: list[str] = field(default_factory=list)  # host[:port]: loopback allowed for these
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     on_drop: Callable[[str], None] | None = None  # reason → count it
@@ -228,16 +229,19 @@ class ConnectionLimits:
         host = host.lower()
         return (host, port) in self._allowed or (host, None) in self._allowed
 
-    def _is_admin(self, ip: str, port: int) -> bool:
-        admin = self.cfg.admin
-        if admin is None or port != admin[1]:
+    @staticmethod
+    def _is_own(listener: tuple[str, int] | None, ip: str, port: int) -> bool:
+        if listener is None or port != listener[1]:
             return False
-        bind = _ip(admin[0])
+        bind = _ip(listener[0])
         return is_local(ip) or (bind is not None and _ip(ip) == bind) or (bind is not None and bind.is_unspecified)
 
     def _refusal(self, host: str, port: int, ips: list[str]) -> str:
-        if any(self._is_admin(ip, port) for ip in ips) or (host.lower() == "localhost" and self._is_admin("::1", port)):
-            return f"llmtap: refusing to proxy to its own admin API ({host}:{port})"
+        for own, what in ((self.cfg.admin, "admin API"), (self.cfg.listen, "proxy listener")):
+            if any(self._is_own(own, ip, port) for ip in ips) or (
+                host.lower() == "localhost" and self._is_own(own, "::1", port)
+            ):  # the listener: a connection that reached it unredirected in transparent mode would loop
+                return f"llmtap: refusing to proxy to its own {what} ({host}:{port})"
         if self._explicitly_allowed(host, port):
             return ""
         if host.lower() == "localhost" or host.lower().endswith(".localhost") or any(is_local(ip) for ip in ips):

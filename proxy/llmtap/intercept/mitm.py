@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import loopnoise
 from ..startup import StartupError
 from .drain import Stop, drain
 from .limits import LimitsConfig, raise_nofile
+from .wsrelay import WSLimits
 
 ADDONS_PACKAGE = "mitmproxy.addons"
 
@@ -159,11 +161,13 @@ class ProxySettings:
     listen: tuple[str, int]
     confdir: Path
     allow_hosts: list[str]
+    mode: str = "regular"  # mitmproxy's mode spec: regular, transparent or local[:SPEC] (--mode)
     upstream_bundle: Path | None = None
     proxy_auth: str = ""
     connect_to: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     drain_timeout: float = 30.0
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    ws: WSLimits = field(default_factory=WSLimits)
 
 
 def install_connect_to(loop: asyncio.AbstractEventLoop, mapping: dict[tuple[str, int], tuple[str, int]]) -> None:
@@ -203,31 +207,6 @@ def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | N
     return uvloop.new_event_loop
 
 
-def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) -> None:
-    """``accept()`` failures (EMFILE: out of descriptors) log once per ``every_s``, not one traceback each."""
-    import time
-
-    last = [0.0]
-    suppressed = [0]
-
-    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        msg = f"{context.get('message', '')} {context.get('exception', '')}"
-        if "out of system resource" in msg or "Too many open files" in msg:
-            now = time.monotonic()
-            if now - last[0] < every_s:
-                suppressed[0] += 1
-                return
-            last[0] = now
-            logging.getLogger("llmtap.limits").error(
-                "cannot accept connections: %s (%d more like it suppressed)", context.get("exception"), suppressed[0]
-            )
-            suppressed[0] = 0
-            return
-        lp.default_exception_handler(context)
-
-    loop.set_exception_handler(handler)
-
-
 class _StartupErrorsToStartupError(logging.Filter):
     """Until the proxy runs, mitmproxy's errors are not printed: :func:`serve` turns them into one
     :class:`~llmtap.startup.StartupError` line (mitmproxy's own hint names a ``--mode`` flag
@@ -249,14 +228,17 @@ def _startup_error(settings: ProxySettings, errors: list[logging.LogRecord]) -> 
 
 
 def listen_on(sock: socket.socket) -> None:
-    """Make this process's regular-mode proxy accept on ``sock`` (bound and listening already, shared
-    with the other workers) instead of binding the port itself."""
-    from mitmproxy.proxy.mode_servers import RegularInstance
+    """Make this process's regular- or transparent-mode proxy accept on ``sock`` (bound and listening
+    already, shared with the other workers) instead of binding the port itself. In transparent mode
+    mitmproxy reads each accepted connection's original destination from the kernel
+    (``SO_ORIGINAL_DST``, a property of that connection), so it holds in whichever worker accepts it."""
+    from mitmproxy.proxy.mode_servers import RegularInstance, TransparentInstance
 
     async def listen(self: Any, host: str, port: int) -> list[Any]:
         return [await asyncio.start_server(self.handle_stream, sock=sock)]
 
     RegularInstance.listen = listen  # type: ignore[method-assign]
+    TransparentInstance.listen = listen  # type: ignore[method-assign]
 
 
 async def serve(
@@ -285,7 +267,7 @@ async def serve(
     update: dict[str, Any] = {
         "listen_host": settings.listen[0],
         "listen_port": settings.listen[1],
-        "mode": ["regular"],
+        "mode": [settings.mode],
         "allow_hosts": settings.allow_hosts,
         "tcp_timeout": TCP_TIMEOUT_S,
         "connection_strategy": "lazy",
@@ -297,11 +279,12 @@ async def serve(
         update["proxyauth"] = settings.proxy_auth
     opts.update(**update)
     from .limits import ConnectionLimits
+    from .wsrelay import WebSocketLimits
 
     settings.limits.connect_to = settings.connect_to
-    master.addons.add(ConnectionLimits(settings.limits), addon)
+    settings.limits.listen = settings.listen
+    master.addons.add(ConnectionLimits(settings.limits), WebSocketLimits(settings.ws), addon)
     loop = asyncio.get_running_loop()
-    quiet_accept_errors(loop)
     if settings.connect_to:
         install_connect_to(loop, settings.connect_to)
     stop = Stop()
@@ -309,6 +292,14 @@ async def serve(
         loop.add_signal_handler(sig, stop.request)
     if on_stop is not None:
         on_stop(stop.cut)
+    redirector = None
+    if settings.mode.startswith("local"):
+        from .redirector import watch
+
+        def redirector_gone(why: str) -> None:
+            loop.call_soon_threadsafe(stop.cut)  # logged from mitmproxy_rs' threads
+
+        redirector = watch(redirector_gone)
 
     quiet = _StartupErrorsToStartupError()
     ours = [h for h in logging.getLogger().handlers if not isinstance(h, MitmLogHandler)]
@@ -318,6 +309,7 @@ async def serve(
     async def announce() -> None:
         while addon.running_since is None:
             await asyncio.sleep(0.05)
+        loopnoise.install(loop)  # in front of the handler mitmproxy's Master.run has just put in place
         for h in ours:
             h.removeFilter(quiet)
         if on_running is not None:
@@ -327,6 +319,8 @@ async def serve(
     draining = asyncio.create_task(drain(master, addon, stop, settings.drain_timeout))
     try:
         await master.run()
+        if redirector is not None and redirector.reason:
+            raise StartupError(redirector.reason)
     except SystemExit:  # mitmproxy's ErrorCheck: an error was logged while starting
         ec = master.addons.get("errorcheck")
         raise _startup_error(settings, list(ec.logger.has_errored) if ec else []) from None

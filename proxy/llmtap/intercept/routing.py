@@ -38,6 +38,20 @@ def allow_host_patterns(extra: list[str]) -> list[str]:
     return pats
 
 
+def call_host(mode: str, host: str, sni: str | None, host_header: str | None) -> str:
+    """The name a request was addressed to. In regular mode it is the request's host (the CONNECT target or
+    the absolute URL). In transparent and local mode the request's host is the original destination's IP
+    address: the name is the TLS server name (SNI: mitmproxy verifies the upstream certificate against it, as
+    it does the CONNECT host) or, over plain HTTP, the Host header."""
+    if mode == "regular":
+        return host
+    if sni:
+        return sni.lower()
+    if host_header:
+        return parse_host_port(host_header)[0] if not host_header.startswith(":") else host
+    return host
+
+
 class Interception:
     """The allow-list as a predicate, for requests that reach the addon over plain HTTP."""
 

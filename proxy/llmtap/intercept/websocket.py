@@ -1,11 +1,11 @@
 """The WebSocket half of the addon: an intercepted socket's messages and close → :mod:`llmtap.handoff`.
 
-mitmproxy relays a WebSocket message by message: it reassembles the frames of a message,
-calls ``websocket_message``, and once the hook returns sends the message on, re-framed with
-the original fragment sizes (the bytes of the payload unchanged). The hooks here only copy
-the message's payload reference out of the flow, stamped with its arrival time, and return:
-nothing is parsed, awaited or buffered here; the recorder assigns messages to calls
-(:mod:`llmtap.capture.ws`).
+The bytes of a WebSocket are relayed as they arrive by :mod:`.wsrelay` (which replaces
+mitmproxy's layer); it reads a copy of each direction and calls ``websocket_message`` for every
+whole message within its bound (an :class:`~.wsrelay.UnparsedMessage` for one it passed on
+unparsed). The hooks here only copy the message's payload reference out of the flow, stamped
+with its arrival time, and return: nothing is parsed, awaited or buffered here, and no byte
+waits on them; the recorder assigns messages to calls (:mod:`llmtap.capture.ws`).
 
 mitmproxy also appends every message to ``flow.websocket.messages`` and keeps them for the
 socket's lifetime (there is no option to turn that off in mitmproxy 12): a Realtime socket
@@ -24,6 +24,7 @@ from mitmproxy import http
 
 from .. import handoff
 from .calls import KEY, CallState, Put
+from .wsrelay import UnparsedMessage
 
 
 def is_upgrade(flow: http.HTTPFlow) -> bool:
@@ -59,7 +60,10 @@ class WebSockets:
         state = self._state(flow)
         if state is not None and ws.messages:
             m = ws.messages[-1]
-            self._put(handoff.SocketMessage(state.call, m.from_client, time.monotonic(), m.content))
+            if isinstance(m, UnparsedMessage):
+                self._put(handoff.SocketUnparsed(state.call, m.from_client, time.monotonic(), m.why, m.stop))
+            else:
+                self._put(handoff.SocketMessage(state.call, m.from_client, time.monotonic(), m.content))
         ws.messages.clear()  # observed: mitmproxy would keep every message for the socket's lifetime
 
     def end(self, flow: http.HTTPFlow, reason: str = "") -> None:

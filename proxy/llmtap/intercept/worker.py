@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import handoff
+from ..decode.websocket import DEFAULT_MAX_MESSAGE_BYTES
+from ..decode.wsframes import DEFAULT_MAX_INFLATE
 
 log = logging.getLogger("llmtap.worker")
 _LEN = struct.Struct("<I")
@@ -43,6 +45,7 @@ class WorkerSettings:
     listen: tuple[str, int]
     confdir: str
     allow_hosts: list[str]
+    mode: str = "regular"  # mitmproxy's mode spec (--mode; local mode also excludes the supervisor)
     intercept: list[str] = field(default_factory=list)
     upstream_bundle: str = ""
     proxy_auth: str = ""
@@ -54,6 +57,8 @@ class WorkerSettings:
     log_level: str = "info"
     log_format: str = "text"
     event_loop: str = ""  # '' (asyncio) or 'uvloop'
+    ws_max_message: int = DEFAULT_MAX_MESSAGE_BYTES  # the WebSocket relay's bounds (.wsrelay)
+    ws_max_inflate: int = DEFAULT_MAX_INFLATE
 
     def to_bytes(self) -> bytes:
         data = json.dumps(asdict(self)).encode()
@@ -115,6 +120,7 @@ async def run(settings: WorkerSettings, channel: socket.socket, listener: socket
     from .limits import LimitsConfig
     from .mitm import ProxySettings, serve
     from .outbox import Outbox
+    from .wsrelay import WSLimits
 
     outbox = Outbox()
     stop_now: list[Any] = []
@@ -132,6 +138,7 @@ async def run(settings: WorkerSettings, channel: socket.socket, listener: socket
         listen=settings.listen,
         confdir=Path(settings.confdir),
         allow_hosts=settings.allow_hosts,
+        mode=settings.mode,
         upstream_bundle=Path(settings.upstream_bundle) if settings.upstream_bundle else None,
         proxy_auth=settings.proxy_auth,
         connect_to={(h, p): (a, ap) for h, p, a, ap in settings.connect_to},
@@ -144,6 +151,7 @@ async def run(settings: WorkerSettings, channel: socket.socket, listener: socket
             on_drop=counters.drop,
             on_open=counters.open,
         ),
+        ws=WSLimits(settings.ws_max_message, settings.ws_max_inflate),
     )
     try:
         await serve(proxy, addon, listener=listener, on_stop=stop_now.append)
