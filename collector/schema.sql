@@ -127,7 +127,16 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls (
     cache_miss_cost_usd Nullable(Float64),
     overhead_ms Nullable(Float64),
     batch_id String,
-    uncached_input_cost_usd Nullable(Float64)
+    uncached_input_cost_usd Nullable(Float64),
+    input_audio_tokens UInt64,
+    input_image_tokens UInt64,
+    output_audio_tokens UInt64,
+    output_image_tokens UInt64,
+    cache_read_audio_tokens UInt64,
+    server_tool_calls Map(LowCardinality(String), UInt32),
+    tool_cost_usd Nullable(Float64),
+    text_rate_input_cost_usd Nullable(Float64),
+    text_rate_output_cost_usd Nullable(Float64)
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(timestamp)
 ORDER BY (service, provider, request_model, timestamp)
@@ -209,7 +218,17 @@ SELECT
     toFloat64OrNull(SpanAttributes['llmtap.cache_miss_cost_usd']) AS cache_miss_cost_usd,
     toFloat64OrNull(SpanAttributes['llmtap.overhead_ms']) AS overhead_ms,
     SpanAttributes['llmtap.batch_id'] AS batch_id,
-    toFloat64OrNull(SpanAttributes['llmtap.uncached_input_cost_usd']) AS uncached_input_cost_usd
+    toFloat64OrNull(SpanAttributes['llmtap.uncached_input_cost_usd']) AS uncached_input_cost_usd,
+    toUInt64OrZero(SpanAttributes['llmtap.input_audio_tokens']) AS input_audio_tokens,
+    toUInt64OrZero(SpanAttributes['llmtap.input_image_tokens']) AS input_image_tokens,
+    toUInt64OrZero(SpanAttributes['llmtap.output_audio_tokens']) AS output_audio_tokens,
+    toUInt64OrZero(SpanAttributes['llmtap.output_image_tokens']) AS output_image_tokens,
+    toUInt64OrZero(SpanAttributes['llmtap.cache_read_audio_tokens']) AS cache_read_audio_tokens,
+    CAST(JSONExtract(SpanAttributes['llmtap.server_tool_calls'], 'Map(String, UInt32)'),
+        'Map(LowCardinality(String), UInt32)') AS server_tool_calls,
+    toFloat64OrNull(SpanAttributes['llmtap.tool_cost_usd']) AS tool_cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.text_rate_input_cost_usd']) AS text_rate_input_cost_usd,
+    toFloat64OrNull(SpanAttributes['llmtap.text_rate_output_cost_usd']) AS text_rate_output_cost_usd
 FROM {db}.otel_traces
 WHERE ScopeName = 'llmtap' OR SpanAttributes['otel.scope.name'] = 'llmtap';
 
@@ -280,12 +299,17 @@ CREATE TABLE IF NOT EXISTS {db}.llm_calls_hourly (
     first_calls_by_prompt_version SimpleAggregateFunction(sumMap, Map(String, UInt64)),
     first_calls_by_service_tier SimpleAggregateFunction(sumMap, Map(String, UInt64)),
     retry_priced_calls SimpleAggregateFunction(sum, UInt64),
-    explain_ready SimpleAggregateFunction(min, UInt8)
+    explain_ready SimpleAggregateFunction(min, UInt8),
+    first_tool_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_text_rate_input_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    first_text_rate_output_cost_usd_sum SimpleAggregateFunction(sum, Float64),
+    explain_modal_ready SimpleAggregateFunction(min, UInt8)
 ) ENGINE = AggregatingMergeTree()
 PARTITION BY toYYYYMM(hour)
 ORDER BY (service, provider, request_model, feature, hour)
 SETTINGS non_replicated_deduplication_window = 10000;
 
+-- LLM calls only: {llm_call} is llmtap.record.LLM_CALL_SQL (api != ''), the predicate every analysis shares.
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.llm_calls_hourly_mv TO {db}.llm_calls_hourly AS
 SELECT
     toStartOfHour(timestamp) AS hour,
@@ -322,6 +346,13 @@ SELECT
     sumMapIf(map(toString(service_tier), toUInt64(1)), cost_usd IS NOT NULL AND attempt <= 1)
         AS first_calls_by_service_tier,
     toUInt64(countIf(cost_usd IS NOT NULL AND attempt > 1)) AS retry_priced_calls,
-    toUInt8(1) AS explain_ready
+    toUInt8(1) AS explain_ready,
+    sumIf(ifNull(tool_cost_usd, 0), cost_usd IS NOT NULL AND attempt <= 1) AS first_tool_cost_usd_sum,
+    sumIf(coalesce(text_rate_input_cost_usd, uncached_input_cost_usd, input_cost_usd, 0),
+        cost_usd IS NOT NULL AND attempt <= 1) AS first_text_rate_input_cost_usd_sum,
+    sumIf(coalesce(text_rate_output_cost_usd, output_cost_usd, 0), cost_usd IS NOT NULL AND attempt <= 1)
+        AS first_text_rate_output_cost_usd_sum,
+    toUInt8(1) AS explain_modal_ready
 FROM {db}.llm_calls
+WHERE {llm_call}
 GROUP BY hour, service, provider, request_model, feature;

@@ -25,6 +25,10 @@ class Backend(Protocol):
 
     def syntax_tree(self, sql: str) -> dict[str, Any] | None: ...
 
+    def engine_names(self) -> frozenset[str]:
+        """Lower-cased names of the engine's functions, from the engine the reads run on."""
+        ...
+
     def read(
         self, sql: str, fmt: str = "JSONEachRow", params: Mapping[str, str] | None = None, tag: str = ""
     ) -> bytes: ...

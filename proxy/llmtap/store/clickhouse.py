@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -9,12 +11,35 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import LlmtapError
 from . import rowbinary
-from .readonly import EngineParser, LocalParser, QueryLimits, tagged
+from .readonly import Cancellations, EngineParser, LocalParser, QueryLimits, tagged
 from .schema import DB_NAME_RE, DEFAULT_DB, apply_schema, retention_statement
 
 
 class ClickHouseURLError(LlmtapError, ValueError):
     pass
+
+
+# The HTTP library's retry warnings and clickhouse-connect's "Unexpected Http Driver Exception" say, in many
+# lines, what llmtap says in one (:func:`failure_text`, naming the store): theirs are kept for real errors only.
+for _name in ("urllib3.connectionpool", "clickhouse_connect"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+_ERRNO_RE = re.compile(r"\[Errno -?\d+\] ([^'\"()\]]+)")
+_SERVER_RE = re.compile(r"Code: \d+\. DB::Exception: (.+)")
+
+
+def failure_text(e: BaseException) -> str:
+    """A store error as one line: the connection's cause (``Connection refused``, ``Name or service not known``,
+    ``timed out``) or the server's own message with its code, never a connection pool's exception text."""
+    text = str(e)
+    if m := _ERRNO_RE.search(text):
+        return f"cannot connect: {m.group(1).strip().rstrip('.')}"
+    if "timed out" in text.lower() or isinstance(e, TimeoutError):
+        return "cannot connect: timed out"
+    if m := _SERVER_RE.search(text):
+        return f"the server refused: {m.group(1).split(' (version ')[0].strip()[:200]}"
+    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    return first[:200]
 
 
 def parse_url(url: str) -> dict[str, Any]:
@@ -47,7 +72,7 @@ def parse_url(url: str) -> dict[str, Any]:
     }
 
 
-def _connect(cfg: dict[str, Any], database: str | None, connect_timeout: float, receive_timeout: float) -> Any:
+def connect_client(cfg: dict[str, Any], database: str | None, connect_timeout: float, receive_timeout: float) -> Any:
     import clickhouse_connect
 
     kw: dict[str, Any] = {}
@@ -101,12 +126,14 @@ class ClickHouseBackend:
         self._read_lock = threading.Lock()
         self._read_clients: list[Any] = []
         self._parser: EngineParser | None = None
+        self.cancels = Cancellations()
+        self.start_error = ""  # why the store did not answer at start ('' when it did)
         if not writer:
             return  # reads only: the writer's connection (and the schema) is never needed
         try:
             self._ensure()
-        except Exception:
-            pass  # the writer retries; the sidecar must start while the store is away
+        except Exception as e:
+            self.start_error = failure_text(e)  # the writer retries; the sidecar must start while the store is away
 
     @property
     def ready(self) -> bool:
@@ -115,7 +142,7 @@ class ClickHouseBackend:
 
     def _ensure(self) -> Any:
         if self._client is None:
-            self._client = _connect(self.cfg, None, self._connect_timeout, 30)
+            self._client = connect_client(self.cfg, None, self._connect_timeout, 30)
         if not self._schema_ready:
             if self.read_only:
                 self._check_schema()
@@ -212,7 +239,7 @@ class ClickHouseBackend:
         with self._read_lock:
             if self._read_clients:
                 return self._read_clients.pop()
-        c = _connect(self.read_cfg, self.db, self._connect_timeout, self.limits.max_execution_time + 10)
+        c = connect_client(self.read_cfg, self.db, self._connect_timeout, self.limits.max_execution_time + 10)
         if self.read_only and not self._schema_ready:
             if str(c.command(f"EXISTS TABLE {self.db}.llm_calls")).strip() != "1":
                 c.close()
@@ -240,7 +267,11 @@ class ClickHouseBackend:
         if tag:
             settings["query_id"] = f"llmtap-admin-{tag}"
             sql = tagged(sql, tag)
+        self.cancels.check(tag)  # its client went away while it was being checked: never sent
         c = self._reader()
+        if self.cancels.cancelled(tag):
+            self._release(c)
+            self.cancels.check(tag)
         # A user the server already keeps read-only may not change these: its profile's values apply.
         fixed = getattr(c, "server_settings", {}) or {}
         settings = {k: v for k, v in settings.items() if not getattr(fixed.get(k), "readonly", False)}
@@ -255,6 +286,7 @@ class ClickHouseBackend:
     def cancel(self, tag: str = "") -> None:
         if not tag.isalnum():
             raise ValueError("a query tag is alphanumeric")
+        self.cancels.cancel(tag)
         c = self._reader()
         try:
             c.command("KILL QUERY WHERE query_id = {q:String} ASYNC", parameters={"q": f"llmtap-admin-{tag}"})
@@ -279,6 +311,10 @@ class ClickHouseBackend:
 
     def syntax_tree(self, sql: str) -> dict[str, Any] | None:
         return self._engine_parser().syntax_tree(sql)
+
+    def engine_names(self) -> frozenset[str]:
+        """The server's own function names, whichever parser checks the text: a newer server may call more."""
+        return EngineParser(lambda sql, params: self.read(sql, "JSONEachRow", params)).engine_names()
 
     def close(self) -> None:
         with self._read_lock:

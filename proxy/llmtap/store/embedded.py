@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import rowbinary
-from .readonly import TAG_PREFIX, EngineParser, QueryLimits, param_values, tagged
+from .readonly import TAG_PREFIX, Cancellations, EngineParser, QueryLimits, param_values, tagged
 from .schema import DEFAULT_DB, apply_schema, retention_statement
 
 # Engine caches sized for a sidecar, not a database server: ClickHouse's defaults let the mark
@@ -28,10 +27,43 @@ ENGINE_SETTINGS = {
 READERS = 2  # admin queries running at once; each has its own session
 
 
+class FreshSession:
+    """A chDB session that is never used again after a failed query: the next query gets a new one.
+
+    chDB hands what a failed or cancelled query had already written to the next query on the same session, as
+    the start of its result (rows of another query, the last one possibly cut mid-row: ``{`` followed by the
+    next answer is what a JSON reader calls "Expecting property name enclosed in double quotes"). Every
+    session llmtap keeps is one of these, or is closed by its owner after a failure (the read sessions)."""
+
+    def __init__(self, open_session: Callable[[], Any]) -> None:
+        self._open = open_session
+        self._session: Any = None
+
+    def query(self, sql: str, fmt: str = "CSV", params: Mapping[str, str] | None = None) -> Any:
+        if self._session is None:
+            self._session = self._open()
+        try:
+            return self._session.query(sql, fmt, params=dict(params)) if params else self._session.query(sql, fmt)
+        except BaseException:
+            _close(self._session)
+            self._session = None
+            raise
+
+    def close(self) -> None:
+        if self._session is not None:
+            _close(self._session)
+            self._session = None
+
+
 class ChdbBackend:
     """The writer's chDB session (serialized by a lock: a session runs one query at a time), and
     read sessions of their own for admin queries: read-only, bounded, cancellable, never waiting
-    behind an insert nor making one wait (sessions on one path run concurrently)."""
+    behind an insert nor making one wait (sessions on one path run concurrently). At most
+    :data:`READERS` run at once; a read waiting for one is woken and dropped when its tag is
+    cancelled. The guard's parser has a session of its own, so checking a query never waits
+    behind a long read. A session whose query failed (cancelled, over a limit, refused) is
+    closed, never reused: chDB keeps what a cancelled query had written and hands it out as the
+    start of the next query's result on that session."""
 
     def __init__(
         self,
@@ -50,14 +82,25 @@ class ChdbBackend:
         self._lock = threading.Lock()
         settings = "&".join(f"{k}={v}" for k, v in ENGINE_SETTINGS.items())
         self._conn_str = f"{path}?{settings}"
-        self._session = session.Session(self._conn_str)  # chDB: one embedded path per process
-        self._readers: queue.Queue[Any] = queue.Queue()
+        self._session = FreshSession(self._writer_session)  # chDB: one embedded path per process
+        self._idle: list[Any] = []  # read sessions not in use
         self._reader_count = 0
-        self._readers_lock = threading.Lock()
-        self._control: Any = None
+        self._readers_cv = threading.Condition()
+        self.cancels = Cancellations()
+        self._control = FreshSession(lambda: session.Session(self._conn_str))
         self._control_lock = threading.Lock()
-        self.parser = EngineParser(lambda sql, params: self.read(sql, "JSONEachRow", params))
+        self._parse_session: Any = None
+        self._parse_lock = threading.Lock()
+        self.parser = EngineParser(self._parse)
         self.apply_schema()
+
+    def _writer_session(self) -> Any:
+        from chdb import session
+
+        s = session.Session(self._conn_str)
+        s.query(f"CREATE DATABASE IF NOT EXISTS {self.db}")
+        s.query(f"USE {self.db}")  # unqualified names in llmtap's own queries mean this database
+        return s
 
     def apply_schema(self) -> None:
         """Idempotent: every statement is CREATE ... IF NOT EXISTS."""
@@ -110,7 +153,7 @@ class ChdbBackend:
     def query(self, sql: str, fmt: str = "JSONEachRow", params: dict[str, str] | None = None) -> bytes:
         """llmtap's own SQL (schema, tools, tests) on the writer's session: never a user's query."""
         with self._lock:
-            res = self._session.query(sql, fmt, params=params) if params else self._session.query(sql, fmt)
+            res = self._session.query(sql, fmt, params)
         return bytes(res.bytes()) if res is not None else b""
 
     # -- the read side: admin queries ------------------------------------------------------------
@@ -119,6 +162,9 @@ class ChdbBackend:
 
     def syntax_tree(self, sql: str) -> dict[str, Any] | None:
         return self.parser.syntax_tree(sql)
+
+    def engine_names(self) -> frozenset[str]:
+        return self.parser.engine_names()
 
     def _new_reader(self) -> Any:
         from chdb import session
@@ -130,43 +176,78 @@ class ChdbBackend:
         s.query("SET readonly = 1")  # last: from here on the session can change no setting either
         return s
 
-    def _take_reader(self) -> Any:
+    def _parse(self, sql: str, params: Mapping[str, str]) -> bytes:
+        """The guard's parser queries (llmtap's SQL, the text a bound parameter) on a read-only session of its own."""
+        with self._parse_lock:
+            if self._parse_session is None:
+                self._parse_session = self._new_reader()
+            try:
+                res = self._parse_session.query(sql, "JSONEachRow", params=param_values(params))
+            except Exception:
+                _close(self._parse_session)
+                self._parse_session = None
+                raise
+            return bytes(res.bytes()) if res is not None else b""
+
+    def _take_reader(self, tag: str) -> Any:
+        """An idle read session, a new one below :data:`READERS`, or the next one given back; never for a
+        cancelled tag (a waiting read is woken by :meth:`cancel`)."""
+        deadline = time.monotonic() + self.limits.max_execution_time + 5
+        with self._readers_cv:
+            while True:
+                self.cancels.check(tag)
+                if self._idle:
+                    return self._idle.pop()
+                if self._reader_count < READERS:
+                    self._reader_count += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("every admin query session is busy; try again")
+                self._readers_cv.wait(left)
         try:
-            return self._readers.get_nowait()
-        except queue.Empty:
-            pass
-        with self._readers_lock:
-            if self._reader_count < READERS:
-                self._reader_count += 1
-                try:
-                    return self._new_reader()
-                except Exception:
-                    self._reader_count -= 1
-                    raise
-        try:
-            return self._readers.get(timeout=self.limits.max_execution_time + 5)
-        except queue.Empty:
-            raise TimeoutError("every admin query session is busy; try again") from None
+            return self._new_reader()
+        except Exception:
+            with self._readers_cv:
+                self._reader_count -= 1
+                self._readers_cv.notify()
+            raise
+
+    def _give_back(self, s: Any, failed: bool = False) -> None:
+        """A read session back to the idle ones; or, after a failed query, closed and its place freed."""
+        if failed:
+            _close(s)
+        with self._readers_cv:
+            if failed:
+                self._reader_count -= 1
+            else:
+                self._idle.append(s)
+            self._readers_cv.notify()
 
     def read(self, sql: str, fmt: str = "JSONEachRow", params: Mapping[str, str] | None = None, tag: str = "") -> bytes:
         """A checked admin query on a read session (``readonly = 1``, :class:`QueryLimits`)."""
-        s = self._take_reader()
+        s = self._take_reader(tag)
+        if self.cancels.cancelled(tag):  # cancelled while it waited for the session: it never starts
+            self._give_back(s)
+            self.cancels.check(tag)
         try:
             res = s.query(tagged(sql, tag) if tag else sql, fmt, params=param_values(params))
-            return bytes(res.bytes()) if res is not None else b""
-        finally:
-            self._readers.put(s)
+            out = bytes(res.bytes()) if res is not None else b""
+        except BaseException:
+            self._give_back(s, failed=True)
+            raise
+        self._give_back(s)
+        return out
 
     def cancel(self, tag: str = "") -> None:
         """Stop the admin query tagged ``tag`` (every admin query when empty)."""
         prefix = TAG_PREFIX + (f"{tag} */" if tag else "")
         if tag and not tag.isalnum():
             raise ValueError("a query tag is alphanumeric")
+        self.cancels.cancel(tag)
+        with self._readers_cv:
+            self._readers_cv.notify_all()  # a read of this tag waiting for a session gives up now
         with self._control_lock:
-            if self._control is None:
-                from chdb import session
-
-                self._control = session.Session(self._conn_str)
             self._control.query(f"KILL QUERY WHERE startsWith(query, '{prefix}') ASYNC")
 
     def close(self) -> None:
@@ -175,27 +256,31 @@ class ChdbBackend:
                 self.cancel()
         except Exception:
             pass
-        while True:
-            try:
-                s = self._readers.get_nowait()
-            except queue.Empty:
-                break
+        with self._readers_cv:
+            idle, self._idle = self._idle, []
+        with self._parse_lock:
+            if self._parse_session is not None:
+                idle.append(self._parse_session)
+                self._parse_session = None
+        for s in idle:
             try:
                 s.close()
             except Exception:
                 pass
         with self._control_lock:
-            if self._control is not None:
-                try:
-                    self._control.close()
-                except Exception:
-                    pass
-                self._control = None
+            self._control.close()
         with self._lock:
             try:
                 self._session.close()
             except Exception:
                 pass
+
+
+def _close(session: Any) -> None:
+    try:
+        session.close()
+    except Exception:
+        pass
 
 
 def _sql_str(s: str) -> str:

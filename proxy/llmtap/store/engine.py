@@ -132,6 +132,7 @@ class EngineClient:
         self._busy = 0
         self._last = time.monotonic()
         self._closed = False
+        self._names: frozenset[str] | None = None
         self.starts = 0  # how many times the engine was started (the benchmark reports it)
         self._idle = threading.Thread(target=self._stop_when_idle, name="llmtap-engine-idle", daemon=True)
         self._idle.start()
@@ -156,6 +157,11 @@ class EngineClient:
     def syntax_tree(self, sql: str) -> dict[str, Any] | None:
         tree = self._call("syntax_tree", sql)
         return tree if isinstance(tree, dict) else None
+
+    def engine_names(self) -> frozenset[str]:
+        if self._names is None:  # the engine's functions do not change while it is installed: asked once
+            self._names = frozenset(self._call("engine_names"))
+        return self._names
 
     def read(self, sql: str, fmt: str = "JSONEachRow", params: Mapping[str, str] | None = None, tag: str = "") -> bytes:
         return bytes(self._call("read", sql, fmt, dict(params) if params else None, tag))
@@ -292,7 +298,7 @@ def main(argv: list[str]) -> int:
             rid, method, args = _recv(sock)
             if method == "close":
                 break
-            if method not in ("insert_file", "query", "canonical", "syntax_tree", "read", "cancel"):
+            if method not in ("insert_file", "query", "canonical", "syntax_tree", "engine_names", "read", "cancel"):
                 _send(sock, lock, (rid, False, ("ValueError", f"no such engine method {method!r}")))
                 continue
             pool.submit(run, rid, method, args)

@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..record import LLM_CALL_SQL
+
 DEFAULT_DB = "llmtap"
 DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -43,7 +45,7 @@ def schema_statements(db: str = DEFAULT_DB) -> list[str]:
     if not DB_NAME_RE.match(db):
         raise ValueError(f"invalid database name {db!r}")
     text = "\n".join(line for line in schema_sql().splitlines() if not line.lstrip().startswith("--"))
-    return [s.strip().replace("{db}", db) for s in text.split(";") if s.strip()]
+    return [s.strip().replace("{db}", db).replace("{llm_call}", LLM_CALL_SQL) for s in text.split(";") if s.strip()]
 
 
 _TABLE_RE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)\.(\w+) \((.*)\) ENGINE = (\w+)\(\)(.*)$", re.S)
@@ -171,26 +173,54 @@ def upgrade_statements(db: str = DEFAULT_DB) -> list[str]:
     return [u for stmt in schema_statements(db) for u in _upgrade_of(stmt)]
 
 
-def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db: str = DEFAULT_DB) -> None:
-    """Create what is missing, upgrade what an earlier version made, record the version.
+def missing_columns(stmts: list[str], present: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(table, column)`` of llmtap's own tables the schema has and a store's existing tables lack (``present``:
+    every ``(table, column)`` of the store's database; a table absent from it is created whole, not upgraded)."""
+    tables = {t for t, _ in present}
+    out = []
+    for stmt in stmts:
+        m = _TABLE_RE.match(stmt)
+        if m and m.group(2) in UPGRADED_TABLES and m.group(2) in tables:
+            named = [(m.group(2), c.split()[0]) for c in _columns(m.group(3))]
+            out += [tc for tc in named if tc not in present]
+    return out
 
-    Each table gains its missing columns right after its CREATE, before any view that reads or
-    writes it is created or given its new query (the engine checks a view's columns against its
-    target). A version-1 store of the embedded engine has no version row at all, so any store
-    below the current version runs the upgrade; on a new store every statement is a no-op.
+
+def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db: str = DEFAULT_DB) -> bool:
+    """Create what is missing, upgrade what an earlier version made, record the version; True if it upgraded.
+
+    A store is upgraded when its recorded versions say an older schema made it (:func:`needs_upgrade`: fewer
+    columns, or as many under another digest) or when a table of llmtap's lacks a column the schema has
+    (whatever the version rows say: a store written by a branch that added other columns, a version row
+    without its columns). Nothing is written by hand per release: every column comes from the one schema.
+    Each table gains its missing columns right after its CREATE, before any view that reads or writes it is
+    created or given its new query (the engine checks a view's columns against its target). A store that
+    records more columns than this build knows (a newer sidecar upgraded it: a rolling update) is left alone.
     """
     stmts = schema_statements(db)
     version_table = next(s for s in stmts if ".llmtap_schema " in s)
     execute(f"CREATE DATABASE IF NOT EXISTS {db}")
     execute(version_table)
-    have = int(scalar(f"SELECT ifNull(max(version), 0) FROM {db}.llmtap_schema") or 0)
+    recorded = str(scalar(f"SELECT arrayStringConcat(arraySort(groupUniqArray(toString(version))), ',') "
+                          f"FROM {db}.llmtap_schema") or "")  # fmt: skip
+    versions = {int(v) for v in recorded.replace("\n", ",").split(",") if v.strip().isdigit()}
+    listed = str(scalar(f"SELECT arrayStringConcat(groupArray(concat(table, '.', name)), ',') FROM system.columns "
+                        f"WHERE database = '{db}' AND table IN {tuple(UPGRADED_TABLES)}") or "")  # fmt: skip
+    present = {(t, c) for t, _, c in (x.partition(".") for x in listed.split(",")) if c}
+    newest = max((v >> 16 for v in versions), default=0)
+    upgrade = needs_upgrade(newest, SCHEMA_VERSION in versions, SCHEMA_VERSION) or bool(
+        missing_columns(stmts, present)
+    )
+    if newest > SCHEMA_VERSION >> 16:
+        upgrade = False  # a newer sidecar's schema (a rolling update): its views are newer than ours
     for stmt in stmts:
         execute(stmt)
-        if have < SCHEMA_VERSION:
-            for upgrade in _upgrade_of(stmt):
-                execute(upgrade)
-    if have < SCHEMA_VERSION:
+        if upgrade:
+            for u in _upgrade_of(stmt):
+                execute(u)
+    if upgrade:
         execute(f"INSERT INTO {db}.llmtap_schema (version) VALUES ({SCHEMA_VERSION})")
+    return upgrade
 
 
 SCHEMA_VERSION = schema_version()

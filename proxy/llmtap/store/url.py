@@ -31,6 +31,33 @@ def is_store(path: Path) -> bool:
     return (path / "metadata").is_dir()
 
 
+def check_store_url(url: str, read_url: str = "") -> None:
+    """What :func:`open_backend` would refuse about the URLs themselves, without opening anything: the sidecar
+    checks it before it binds a port, so a bad URL is what it reports (not a port another process holds)."""
+    scheme = urlsplit(url).scheme.lower()
+    if url.strip().lower() == "none":
+        scheme = "none"
+    elif scheme == "chdb":
+        chdb_path(url)
+    elif scheme in ("clickhouse", "clickhouses"):
+        from .clickhouse import ClickHouseURLError, parse_url
+
+        try:
+            parse_url(url)
+            if read_url:
+                parse_url(read_url)
+        except ClickHouseURLError as e:
+            raise StoreURLError(str(e)) from None
+    else:
+        raise StoreURLError(_UNKNOWN.format(scheme=scheme))
+    if read_url and scheme not in ("clickhouse", "clickhouses"):
+        raise StoreURLError(_READ_STORE)
+
+
+_UNKNOWN = "--store: unknown store URL scheme {scheme!r}: use chdb://PATH, clickhouse://user:pass@host:8123/db or none"
+_READ_STORE = "--read-store applies to a clickhouse:// store only (the embedded store reads read-only)"
+
+
 def open_backend(
     url: str,
     retention: dict[str, int] | None = None,
@@ -55,7 +82,7 @@ def open_backend(
         return None
     scheme = urlsplit(url).scheme.lower()
     if read_url and scheme not in ("clickhouse", "clickhouses"):
-        raise StoreURLError("--read-store applies to a clickhouse:// store only (the embedded store reads read-only)")
+        raise StoreURLError(_READ_STORE)
     if scheme == "chdb":
         from .embedded import ChdbBackend
 
@@ -83,6 +110,4 @@ def open_backend(
             )
         except ClickHouseURLError as e:
             raise StoreURLError(str(e)) from None
-    raise StoreURLError(
-        f"unknown store URL scheme {scheme!r}: use chdb://PATH, clickhouse://user:pass@host:8123/db or none"
-    )
+    raise StoreURLError(_UNKNOWN.format(scheme=scheme))

@@ -52,6 +52,12 @@ MAX_BACKLOG_BYTES = 64 << 20  # records held in memory while the disk refuses th
 _CODE_RE = re.compile(r"\bCode: (\d+)\b")
 
 
+def _failure(e: BaseException) -> str:
+    from .clickhouse import failure_text
+
+    return failure_text(e)
+
+
 def rejects_rows(e: BaseException) -> bool:
     """Whether the store refused the data itself (not: was unavailable, overloaded, misconfigured)."""
     m = _CODE_RE.search(str(e))
@@ -70,8 +76,10 @@ class StoreWriter:
         quarantine_dir: Path | None = None,
         on_drop: Callable[[str, int], None] | None = None,
         on_error: Callable[[str], None] | None = None,
+        where: str = "",
     ) -> None:
         self.backend = backend
+        self.where = where or "the store"  # the store's URL without its password, for the log
         self._on_error = on_error
         self._backlog: collections.deque[bytes] = collections.deque()
         self._backlog_bytes = 0
@@ -92,8 +100,11 @@ class StoreWriter:
         self._flushes = 0  # callers of flush() waiting: send without lingering
         self._flushes_lock = threading.Lock()
         self.written = 0
-        # A store that did not answer at start is not ok until the first batch reaches it.
-        self.failing_since: float | None = None if getattr(backend, "ready", True) else time.monotonic()
+        # A store that did not answer at start is not ok until the first batch reaches it: said at once,
+        # in the log and in /healthz's store_error.
+        self.failing_since: float | None = None
+        if not getattr(backend, "ready", True):
+            self._unavailable(getattr(backend, "start_error", "") or "it did not answer", " at start")
         self._last_insert_ok: bool | None = None  # None: nothing written yet
         self._thread = threading.Thread(target=self._run, name="llmtap-store", daemon=True)
         self._thread.start()
@@ -131,6 +142,11 @@ class StoreWriter:
             self.disk_failing_since = time.monotonic()
             log.error("cannot write the spool (%s): records wait in memory (up to %d MiB) and are retried",
                       e, MAX_BACKLOG_BYTES >> 20)  # fmt: skip
+
+    def _unavailable(self, why: str, when: str = "") -> None:
+        self.failing_since = time.monotonic()
+        self._error("store_unavailable", RuntimeError(f"{self.where}: {why}"))
+        log.warning("store %s unavailable%s (%s): records are kept in the spool and retried", self.where, when, why)
 
     def _error(self, reason: str, e: BaseException) -> None:
         self.last_error = f"{reason}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
@@ -228,11 +244,11 @@ class StoreWriter:
             try:
                 rejected = self._insert(batch.rows, batch.token)
             except Exception as e:
-                self._error("store_unavailable", e)
                 self._last_insert_ok = False
                 if self.failing_since is None:
-                    self.failing_since = time.monotonic()
-                    log.warning("store unavailable (%s); records are kept in the spool and retried", e)
+                    self._unavailable(_failure(e))
+                else:
+                    self._error("store_unavailable", e)
                 if self._stop and backoff > 4:
                     log.error(
                         "store still unavailable at shutdown: %d records stay in the spool for the next start",
