@@ -6,7 +6,10 @@ measure, ``baseline`` what it is compared with). An instance whose value crosses
 re-run at earlier times, back to its ``for:`` period, so a regression that has held for a day fires
 on the first evaluation. Pending for ``for:`` → *firing*: one event. Condition gone → *resolved*:
 one event. The state (firing and pending instances, and the events not yet delivered) lives in a
-file in the data dir, so a restart neither repeats nor loses a notification.
+file in the data dir, so a restart neither repeats nor loses a notification. Label values are
+whatever applications sent: the webhook's text quotes them for Slack, its JSON escapes their
+control characters (:mod:`.slack`), and bytes that are not UTF-8 in the store's answer are read
+as U+FFFD (a stored lone surrogate reached the webhook as one, which strict JSON parsers refuse).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from ..admin.queries import RULES, AlertRule
 from ..admin.viewer_api import short, unreachable
 from ..durations import parse_duration
+from . import slack
 
 log = logging.getLogger("llmtap.alerts")
 QueryFn = Callable[[str, str], bytes]
@@ -54,37 +58,46 @@ class Event:
     value: float | None
     baseline: float | None
     threshold: float
-    summary: str
+    summary: str  # plain: labels with control characters escaped
     at: float
     attempts: int = 0
     next_try: float = 0.0
+    slack_summary: str = ""  # the summary with its labels as Slack inline code ('' in earlier state files)
 
     def payload(self) -> dict[str, Any]:
+        """The webhook body: ``text`` is Slack markup with every label quoted as code; ``summary`` and ``labels``
+        are plain text for other consumers (control characters escaped, valid Unicode)."""
         mark = "FIRING" if self.status == "firing" else "RESOLVED"
-        labels = ", ".join(f"{k}={v}" for k, v in self.labels.items() if v)
-        text = f"[{mark}] {self.title}: {self.summary}"
-        if labels:
-            text += f" ({labels})"
+        quoted = ", ".join(f"{slack.text(k)}={slack.code(v)}" for k, v in self.labels.items() if v)
+        said = self.slack_summary or slack.text(self.summary)
+        text = f"[{mark}] {slack.text(self.title)}: {said}"
+        if quoted:
+            text += f" ({quoted})"
         return {
             "text": text,
+            "summary": slack.plain(self.summary),
             "alert": self.rule,
             "status": self.status,
             "title": self.title,
-            "labels": self.labels,
+            "labels": {slack.plain(k): slack.plain(v) for k, v in self.labels.items()},
             "value": self.value,
             "baseline": self.baseline,
             "threshold": self.threshold,
             "at": self.at,
+            "unfurl_links": False,
+            "unfurl_media": False,
         }
 
 
-def summary(rule: AlertRule, labels: dict[str, str], value: float | None) -> str:
-    """The rule's Grafana summary template with its labels and value filled in."""
+def summary(
+    rule: AlertRule, labels: dict[str, str], value: float | None, quote: Callable[[str], str] = slack.plain
+) -> str:
+    """The rule's Grafana summary template with its labels (each through ``quote``) and value filled in."""
 
     def sub(m: re.Match[str]) -> str:
         kind, name = m.group(1), m.group(2)
         if kind == "labels":
-            return labels.get(name, "")
+            return quote(labels.get(name, ""))
         return _fmt(value)
 
     return re.sub(r"\{\{\s*\$(labels|values)\.(\w+)\s*\}\}", sub, rule.summary)
@@ -156,7 +169,8 @@ class Evaluator:
         self.started = time.time() if started is None else started
 
     def _rows(self, rule: AlertRule, t: float) -> dict[str, tuple[dict[str, str], float | None, float | None]]:
-        res = json.loads(self.query(rule.sql_at(t), "JSON") or b"{}")
+        # a stored value that is not UTF-8 (a lone surrogate sent as JSON is kept so) is read as U+FFFD
+        res = json.loads((self.query(rule.sql_at(t), "JSON") or b"{}").decode("utf-8", "replace"))
         names = [m["name"] for m in res.get("meta", []) if "String" in m["type"]]  # labels, as Grafana takes them
         out = {}
         for row in res.get("data", []):
@@ -240,4 +254,5 @@ class Evaluator:
             rule.threshold,
             summary(rule, inst.labels, inst.value),
             now,
+            slack_summary=summary(rule, inst.labels, inst.value, slack.code),
         )

@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -47,8 +48,11 @@ def post(url: str, body: dict[str, object], timeout: float = TIMEOUT_S) -> None:
 
 
 class AlertThread:
-    def __init__(self, query: QueryFn, data_dir: Path, url: str, interval_s: float) -> None:
+    def __init__(
+        self, query: QueryFn, data_dir: Path, url: str, interval_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.url = check_webhook_url(url)
+        self.clock = clock  # the wall clock of retry times (saved with the outbox); tests inject theirs
         self.interval_s = max(float(interval_s), 1.0)
         self.evaluator = Evaluator(query, data_dir / STATE_FILE)
         self._stop = threading.Event()
@@ -76,7 +80,7 @@ class AlertThread:
             wake = next_eval
             pending = [e.next_try for e in self.evaluator.state.outbox]
             if pending:
-                wake = min(wake, time.monotonic() + max(min(pending) - time.time(), 0.0))
+                wake = min(wake, time.monotonic() + max(min(pending) - self.clock(), 0.0))
             self._stop.wait(max(wake - time.monotonic(), 0.05))
 
     def _deliver(self) -> None:
@@ -88,14 +92,14 @@ class AlertThread:
         changed = False
         while state.outbox and not self._stop.is_set():
             e = state.outbox[0]
-            if e.next_try > time.time():
+            if e.next_try > self.clock():
                 break
             try:
                 post(self.url, e.payload())
             except (OSError, urllib.error.URLError, WebhookError, ValueError) as err:
                 e.attempts += 1
                 delay = min(2.0 ** (e.attempts - 1), MAX_BACKOFF_S)
-                e.next_try = time.time() + delay
+                e.next_try = self.clock() + delay
                 log.warning("alerts: webhook POST failed (%s), attempt %d; retrying in %.0f s", err, e.attempts, delay)
                 changed = True
                 break

@@ -11,19 +11,22 @@ On a call where caching is in use (the provider reported cache reads or writes i
 and the call read from the cache fewer tokens than the previous call had cached (the cached
 share dropped), the miss is classified, first cause first:
 
-- ``first_call``: nothing was cached yet (the session's first call that writes the cache);
+- ``first_call``: nothing was cached yet (the session's first call that writes the cache): a cold start, not
+  a miss — its cost is 0;
 - ``model_changed``: another model (caches are per model);
 - ``tools_changed``, ``system_changed``: the tool list or the system prompt differs;
 - ``history_changed``: a message the previous call sent differs now (an earlier turn edited,
   removed or compacted);
 - ``ttl_expired``: the prefix is the same, but more than the cache's TTL passed since the
-  previous call (5 minutes, or 1 hour when the cache was written with the 1-hour TTL);
+  previous call (5 minutes, or 1 hour when the cache was written with the 1-hour TTL) — also for a
+  session's first call when an earlier session of the same ``api_key_id`` cached the same prefix (tools and
+  system prompt, same model) and it expired since;
 - ``unknown``: none of these (the provider evicted it, a minimum length, …).
 
 Its cost over a warm cache is priced: (tokens the previous call had cached that this call did
 not read from the cache) * (input price - cache-read price), from the same price source as the
-call's cost; for ``first_call``, the tokens it wrote. A hit in a caching session has reason
-``''`` and cost 0; a call of a session without caching, NULL.
+call's cost (for a ``ttl_expired`` first call, what the earlier session had cached). A hit in a
+caching session has reason ``''`` and cost 0; a call of a session without caching, NULL.
 
 Memory is bounded: at most :data:`MAX_SESSIONS` sessions (least recently seen dropped first),
 each a few fixed-size hashes (the messages are one rolling hash, not a list).
@@ -133,10 +136,29 @@ class CacheMissAnalyzer:
         self.max_sessions = max_sessions
         self.ttl_5m_s, self.ttl_1h_s = ttl_5m_s, ttl_1h_s
         self._sessions: OrderedDict[tuple[str, ...], _Session] = OrderedDict()
+        # (provider, api_key_id, model, tools, system) → the last call that cached that prefix, any session
+        self._prefixes: OrderedDict[tuple[str | bytes, ...], _Session] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def _earlier(self, r: CallRecord, model: str, p: Prefix) -> _Session | None:
+        """What an earlier session of ``r``'s credential left cached under the same tools and system prompt."""
+        if not r.api_key_id:
+            return None
+        with self._lock:
+            return self._prefixes.get((r.provider, r.api_key_id, model, p.tools, p.system))
+
+    def _remember_prefix(self, r: CallRecord, model: str, now: _Session) -> None:
+        if not r.api_key_id or not now.cached:
+            return
+        key = (r.provider, r.api_key_id, model, now.tools, now.system)
+        with self._lock:
+            self._prefixes.pop(key, None)
+            self._prefixes[key] = now
+            while len(self._prefixes) > self.max_sessions:
+                self._prefixes.popitem(last=False)
 
     def enrich(self, r: CallRecord, ctx: Any) -> None:
         if r.outcome != "ok" or r.usage_source != "provider" or r.billing == "batch":
@@ -149,6 +171,11 @@ class CacheMissAnalyzer:
         with self._lock:
             prev = self._sessions.pop(key, None)
         reason, lost = self._classify(r, model, prefix, prev)
+        if reason == "first_call":  # a cold start — unless an earlier session's cache of this prefix expired
+            earlier = self._earlier(r, model, prefix)
+            reason, lost = "first_call", 0
+            if earlier is not None and earlier.cached and r.timestamp - earlier.at > earlier.ttl:
+                reason, lost = "ttl_expired", min(earlier.cached, r.input_tokens) - r.cache_read_tokens
         caching = bool(r.cache_read_tokens or r.cache_write_tokens) or (prev is not None and prev.caching)
         if caching:
             r.cache_miss_reason = reason
@@ -174,12 +201,13 @@ class CacheMissAnalyzer:
             self._sessions[key] = now
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
+        self._remember_prefix(r, model, now)
 
     def _classify(self, r: CallRecord, model: str, p: Prefix, prev: _Session | None) -> tuple[CacheMissReason, int]:
         """(reason, tokens lost) for a call in a session whose previous call was ``prev``."""
         if prev is None or prev.cached == 0:
             if r.cache_write_tokens and not r.cache_read_tokens:
-                return "first_call", r.cache_write_tokens
+                return "first_call", 0
             return "", 0
         lost = min(prev.cached, r.input_tokens) - r.cache_read_tokens
         if lost <= 0:

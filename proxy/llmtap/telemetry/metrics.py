@@ -1,20 +1,26 @@
 """Prometheus metrics (the contract in DESIGN.md): one registry, no per-request labels.
 
 Label values that come from requests are bounded (an attacker's 1,000 model names grew ``/metrics``
-to ~55 MB): ``model`` is the request model when the price data knows it (it was priced), else one
-of the first :data:`MAX_UNPRICED_MODELS` other names seen for that provider, else ``other``;
-``api_key_id`` is one of the first :data:`MAX_KEYS` fingerprints seen, else ``other``; every value
-is cut to :data:`MAX_LABEL_CHARS`. The other labels are closed vocabularies.
+to ~55 MB; 200 priced calls with free-text Azure models, 23 KB to 813 KB): ``model`` is one of the
+first :data:`MAX_PRICED_MODELS` request models seen for that provider among priced calls, or of the
+first :data:`MAX_UNPRICED_MODELS` among the others (so junk names never crowd real ones out), within
+:data:`MAX_MODELS_TOTAL` over all providers, else ``other``; ``api_key_id`` is one of the first
+:data:`MAX_KEYS` fingerprints seen, else ``other``.
+Every value from a record is made safe first (:func:`safe_label`): one model named ``"\ud800"`` made
+every later scrape fail until a restart. The other labels are closed vocabularies.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from ..record import CallRecord
+from ..record import CallRecord, is_llm_call
+from ..safetext import safe_text
 
 # OTel GenAI advice (gen_ai.client.operation.duration, time_to_first_chunk, time_per_output_chunk).
 GENAI_SECONDS_BUCKETS = (
@@ -38,37 +44,60 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 OVERHEAD_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
+MAX_PRICED_MODELS = 50  # per provider
 MAX_UNPRICED_MODELS = 50  # per provider
+MAX_MODELS_TOTAL = 200  # each of the two, over all providers
 MAX_KEYS = 100
 MAX_LABEL_CHARS = 128
 OTHER = "other"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+StatusClass = Literal["1xx", "2xx", "3xx", "4xx", "5xx", "none"]
+
+
+def status_class(status_code: int) -> StatusClass:
+    """``llmtap_other_requests_total``'s ``status_class``: ``2xx`` … ``5xx``, ``none`` when no response came."""
+    classes: tuple[StatusClass, ...] = ("1xx", "2xx", "3xx", "4xx", "5xx")
+    return classes[status_code // 100 - 1] if 100 <= status_code < 600 else "none"
+
+
+def safe_label(value: str) -> str:
+    """A label value every scrape can carry: cut to :data:`MAX_LABEL_CHARS`, code points UTF-8 cannot
+    encode (lone surrogates) and control characters replaced by U+FFFD."""
+    value = safe_text(value[:MAX_LABEL_CHARS])
+    return value if value.isprintable() else _CONTROL.sub("\ufffd", value)
 
 
 class _Bounded:
-    """The first ``limit`` values seen (per group) pass; the rest become ``other``."""
+    """The first ``limit`` values seen per group (and ``total`` over all groups) pass; the rest become ``other``."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, total: int = 0) -> None:
         self.limit = limit
+        self.total = total or limit  # over all groups
         self.seen: dict[str, set[str]] = {}
+        self.count = 0
         self._lock = threading.Lock()
 
-    def __call__(self, group: str, value: str, known: bool = False) -> str:
-        value = value[:MAX_LABEL_CHARS]
-        if not value or known:
+    def __call__(self, group: str, value: str) -> str:
+        value = safe_label(value)
+        if not value:
             return value
         with self._lock:
             seen = self.seen.setdefault(group, set())
             if value in seen:
                 return value
-            if len(seen) < self.limit:
+            if len(seen) < self.limit and self.count < self.total:
                 seen.add(value)
+                self.count += 1
                 return value
         return OTHER
 
 
 class Metrics:
     def __init__(self) -> None:
-        self._models = _Bounded(MAX_UNPRICED_MODELS)
+        self._priced = _Bounded(MAX_PRICED_MODELS, MAX_MODELS_TOTAL)
+        self._unpriced = _Bounded(MAX_UNPRICED_MODELS, MAX_MODELS_TOTAL)
         self._keys = _Bounded(MAX_KEYS)
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
@@ -162,6 +191,12 @@ class Metrics:
             ["provider", "model", "error_type"],
             registry=r,
         )
+        self.other_requests = Counter(
+            "llmtap_other_requests",
+            "Requests on intercepted hosts that are not LLM calls (api = ''): agents' telemetry, token counts, uploads",
+            ["provider", "status_class"],
+            registry=r,
+        )
         self.no_first_token = Counter(
             "llmtap_no_first_token",
             "Streams that ended without a content-bearing event",
@@ -170,10 +205,14 @@ class Metrics:
         )
 
     def model_label(self, rec: CallRecord) -> str:
-        return self._models(rec.provider, rec.request_model, known=bool(rec.cost_source))
+        return (self._priced if rec.cost_source else self._unpriced)(rec.provider, rec.request_model)
 
     def observe(self, rec: CallRecord, gaps_s: list[float] | None = None) -> None:
-        p, m = rec.provider, self.model_label(rec)
+        p = safe_label(rec.provider)
+        if not is_llm_call(rec.api):  # an other request: counted apart, in none of the call metrics
+            self.other_requests.labels(p, status_class(rec.status_code)).inc()
+            return
+        m = self.model_label(rec)
         self.requests.labels(p, m, rec.operation, rec.outcome, rec.error_type).inc()
         for kind, n in (
             ("input", rec.input_tokens),
@@ -206,7 +245,7 @@ class Metrics:
         if rec.cache_miss_cost_usd:
             self.cache_miss_cost.labels(p, m, rec.cache_miss_reason).inc(rec.cache_miss_cost_usd)
         if rec.attempt > 1:
-            self.retry_attempts.labels(p, m, rec.retried_error_type).inc()
+            self.retry_attempts.labels(p, m, safe_label(rec.retried_error_type)).inc()
         if rec.stream and rec.ttft_ms is None and rec.operation != "embeddings":
             self.no_first_token.labels(p, m, no_first_token_reason(rec)).inc()
 

@@ -9,7 +9,16 @@ log line. Shapes covered:
   ``sk-or-``, Google ``AIza``, Groq ``gsk_``, xAI ``xai-``, Hugging Face ``hf_``, Replicate ``r8_``,
   Perplexity ``pplx-``, GitHub, Slack), JWTs, PEM private keys;
 - AWS: access key ids (``AKIA``/``ASIA``...), SigV4 ``Credential=``/``Signature=`` (header and
-  ``X-Amz-*`` query forms), session tokens;
+  ``X-Amz-*`` query forms), session tokens, and secret access keys even unnamed (40 characters of
+  base64 mixing cases and digits, in free text);
+- other clouds and services: Azure storage and Service Bus keys (``AccountKey=``,
+  ``SharedAccessKey=``), SAS signatures (``sig=``), Entra ID client secrets (``…8Q~…``); Google OAuth
+  client secrets (``GOCSPX-``) and access tokens (``ya29.``); Alibaba ``LTAI``, DigitalOcean
+  ``dop_v1_``, Stripe ``sk_live_``, GitLab ``glpat-``, npm ``npm_``, Vault ``hvs.``, SendGrid ``SG.``,
+  Databricks ``dapi``; Slack and Discord webhook URLs (the host and path kept, the secret part not);
+- connection URLs with a password, any scheme (``postgres://user:PASS@host``, ``mysql://``,
+  ``redis://:PASS@``, ``amqp://``, ``mongodb+srv://``, ``clickhouse://``, ``https://user:PASS@``): the
+  password goes, scheme, user and host stay;
 - credentials by name: ``"api_key": "..."``, ``password=...``, ``Authorization: Basic ...``,
   ``client_secret``, ``access_token``, ... in JSON, query strings, headers and prose;
 - bearer-like strings nobody named: 32+ characters of a token alphabet with high entropy and
@@ -43,13 +52,35 @@ _SHAPES = [
     re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     re.compile(r"(?i)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+    re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bya29\.[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bLTAI[A-Za-z0-9]{12,20}\b"),
+    re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+    re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
+    re.compile(r"\bhvs\.[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\bdapi[a-f0-9]{32}\b"),
+    re.compile(r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
 ]
+# Secrets inside URLs: the part before stays (scheme, user, host, path), the secret goes.
+_URL_SECRETS = [
+    # a password in the authority: postgres://user:PASS@host, redis://:PASS@host, https://user:PASS@host
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{1,30}://[^\s/:@\"'<>]*:)(?!\[REDACTED\])([^\s/@\"'<>]+)(?=@)"),
+    re.compile(r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9/_\-]+)"),
+    re.compile(r"(https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)([0-9]+/[A-Za-z0-9_\-]+)"),
+]
+# An AWS secret access key nobody named: 40 characters of base64 (free text only, as the heuristics below).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+                         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")  # fmt: skip
 # Named credentials: the name stays, its value goes.
 _NAMES = (
     r"(?:api[_-]?key|apikey|x-api-key|api-key|secret|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|"
     r"password|passwd|pwd|token|access[_-]?token|refresh[_-]?token|id[_-]?token|auth[_-]?token|session[_-]?token|"
     r"security[_-]?token|private[_-]?key|authorization|proxy-authorization|credential|signature|"
-    r"x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-api-key|key)"
+    r"x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-api-key|account[_-]?key|"
+    r"shared[_-]?access[_-]?key|sas[_-]?token|sig|key)"
 )
 _JSON_FIELD = re.compile(r'(?i)("' + _NAMES + r'"\s*:\s*")((?:[^"\\]|\\.){4,})(")')
 # ... and the same JSON inside a JSON string (captured content is JSON that quotes the prompt's JSON)
@@ -90,6 +121,8 @@ def redact_ids(text: str) -> str:
     attribution values (a user id may well be 32 hex digits)."""
     if not text:
         return text
+    for rx in _URL_SECRETS:
+        text = rx.sub(lambda m: f"{m.group(1)}{MASK}", text)
     for rx in _SHAPES:
         text = rx.sub(MASK, text)
     text = _SIGV4.sub(lambda m: f"{m.group(1)}={MASK}", text)
@@ -105,6 +138,7 @@ def redact(text: str, emails: bool = True) -> str:
     if not text:
         return text
     text = redact_ids(text)
+    text = _AWS_SECRET.sub(MASK, text)
     text = _HEX.sub(MASK, text)
     text = _TOKENISH.sub(_bearer_like, text)
     if emails:

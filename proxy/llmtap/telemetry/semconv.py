@@ -53,6 +53,7 @@ OMIT_EMPTY = frozenset(
         "client_name",
         "client_version",
         "ratelimit_headers",
+        "server_tool_calls",
         "cache_miss_reason",
         "batch_id",
     }
