@@ -169,6 +169,10 @@ def driver_phrase(d: dict[str, Any]) -> str:
         text = f"{k} cache hit ratio {_share(b)} → {_share(a)}"
     elif kind == "unit_price":
         text = f"{k} unit price {_pct(b, a)} (list ${_n(b)} → ${_n(a)} per Mtok)" + (f", {detail}" if detail else "")
+    elif kind == "modality_mix":  # actual ÷ text-rate cost: audio and images priced above text
+        text = f"{k} modality mix: audio/image cost factor ×{_n(b)} → ×{_n(a)}"
+    elif kind == "tool_calls":
+        text = f"{k} server tool fees per call ${_n(b)} → ${_n(a)}"
     elif kind == "new":
         text = f"{k} new" + (f" ({detail})" if detail and detail not in k else "")
     elif kind == "gone":

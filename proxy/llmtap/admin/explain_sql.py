@@ -10,12 +10,16 @@ The four are SQL expressions, so Grafana can pass its macros and variables and t
 Cost (``explain_cost_sql``). Cells are the ``--by`` key plus the provider and the request model; per cell
 and period, first attempts only (``attempt = 1``)::
 
-    input cost  = N_key · m · I · u · φ      output cost = N_key · m · O · ρ      other = N_key · m · ζ
+    input cost  = N_key · m · I · u · μ · φ      output cost = N_key · m · O · ρ · η
+    tool fees   = N_key · m · τ                  other       = N_key · m · ζ
 
 with N_key the key's calls, m the cell's share of them, I / O input / output tokens per call, u the
-uncached input price per token, φ = input cost / uncached input cost (the cache factor: cache reads
-lower it, cache writes raise it), ρ the output price per token and ζ the cost the split does not
-explain (a provider-reported total) per call. Each product is split with LMDI-I
+input price per token at the text rate (no cache), μ = uncached input cost / the same input at the text
+rate (the modality factor: a larger audio or image share raises it), φ = input cost / uncached input cost
+(the cache factor: cache reads lower it, cache writes raise it), ρ the output price per token at the text
+rate, η its modality factor, τ the server tool fees per call (``tool_cost_usd``) and ζ the cost the split
+does not explain (a provider-reported total) per call. μ and η are the ``modality_mix`` driver, τ
+``tool_calls``. Each product is split with LMDI-I
 (ΔV = Σ L(V1, V0) · ln(x1 / x0), L the logarithmic mean), which is exact: the drivers sum to the change.
 A term that is zero (or not positive) in one period goes whole to the first factor that is zero
 (I, u, φ; O, ρ; ζ → unit price). Cells in one period only are ``new`` / ``gone`` (their whole cost);
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..record import LLM_CALL_SQL as LLM_CALL
 from ..store.schema import sorting_key
 from .queries import GROUP_COLUMNS
 
@@ -43,6 +48,8 @@ COST_DRIVERS = (
     "output_tokens_per_call",
     "cache_hit_ratio",
     "unit_price",
+    "modality_mix",
+    "tool_calls",
     "new",
     "gone",
     "retries",
@@ -91,7 +98,7 @@ def _raw_hours() -> str:
     never used for an hour whose calls are gone; hours before it have no calls and are not read at all).
     """
     changes = f"{_period_of('a', _ago('a'))} != {_period_of('(a + 1)', _ago('(a + 1)'))}"
-    return f"""(SELECT toStartOfHour(min(timestamp)) FROM llm_calls) AS x_first_hour,
+    return f"""(SELECT toStartOfHour(min(timestamp)) FROM llm_calls WHERE {LLM_CALL}) AS x_first_hour,
     arrayFilter(a -> {changes},
         arrayMap(s -> s * 1000000, arrayConcat([0, x_w], arrayFlatten(arrayMap(k -> [k * x_step, k * x_step + x_w],
             range(1, x_n + 2)))))) AS x_cuts,
@@ -99,7 +106,7 @@ def _raw_hours() -> str:
         arrayMap(a -> fromUnixTimestamp64Micro(toUnixTimestamp64Micro(x_t1) - a, 'UTC'), x_cuts))) AS x_cut_hours,
     (SELECT groupArray(hour) FROM (SELECT hour FROM llm_calls_hourly
         WHERE hour >= toStartOfHour(x_t1 - toIntervalSecond(x_n * x_step + x_w)) AND hour < x_t1
-        GROUP BY hour HAVING min(explain_ready) = 0)) AS x_unready_hours,
+        GROUP BY hour HAVING min(explain_ready) = 0 OR min(explain_modal_ready) = 0)) AS x_unready_hours,
     arrayConcat(x_cut_hours, x_unready_hours, [x_first_hour]) AS x_raw_hours"""
 
 
@@ -131,17 +138,31 @@ _TERMS = (
             ("mix", "l_mix"),
             ("input_tokens_per_call", "l_it"),
             ("unit_price", "l_u"),
+            ("modality_mix", "l_mu"),
             ("cache_hit_ratio", "l_phi"),
         ),
-        "both AND it1 > 0 AND it0 > 0 AND unc1 > 0 AND unc0 > 0 AND inc1 > 0 AND inc0 > 0",
-        "multiIf(NOT (it1 > 0 AND it0 > 0), 'input_tokens_per_call', "
-        "NOT (unc1 > 0 AND unc0 > 0), 'unit_price', 'cache_hit_ratio')",
+        "both AND it1 > 0 AND it0 > 0 AND tin1 > 0 AND tin0 > 0 AND unc1 > 0 AND unc0 > 0 AND inc1 > 0 AND inc0 > 0",
+        "multiIf(NOT (it1 > 0 AND it0 > 0), 'input_tokens_per_call', NOT (tin1 > 0 AND tin0 > 0), 'unit_price', "
+        "NOT (unc1 > 0 AND unc0 > 0), 'modality_mix', 'cache_hit_ratio')",
     ),
     (
         "outc",
-        (("volume", "l_vol"), ("mix", "l_mix"), ("output_tokens_per_call", "l_o"), ("unit_price", "l_rho")),
-        "both AND ot1 > 0 AND ot0 > 0 AND outc1 > 0 AND outc0 > 0",
-        "if(NOT (ot1 > 0 AND ot0 > 0), 'output_tokens_per_call', 'unit_price')",
+        (
+            ("volume", "l_vol"),
+            ("mix", "l_mix"),
+            ("output_tokens_per_call", "l_o"),
+            ("unit_price", "l_rho"),
+            ("modality_mix", "l_eta"),
+        ),
+        "both AND ot1 > 0 AND ot0 > 0 AND tout1 > 0 AND tout0 > 0 AND outc1 > 0 AND outc0 > 0",
+        "multiIf(NOT (ot1 > 0 AND ot0 > 0), 'output_tokens_per_call', NOT (tout1 > 0 AND tout0 > 0), 'unit_price', "
+        "'modality_mix')",
+    ),
+    (
+        "tool",
+        (("volume", "l_vol"), ("mix", "l_mix"), ("tool_calls", "l_tau")),
+        "both AND tool1 > 0 AND tool0 > 0",
+        "'tool_calls'",
     ),
     (
         "oth",
@@ -154,10 +175,13 @@ _LOGS = {
     "l_vol": _ln("nk1", "nk0"),
     "l_mix": _ln("n1 / nk1", "n0 / nk0"),
     "l_it": _ln("it1 / n1", "it0 / n0"),
-    "l_u": _ln("unc1 / it1", "unc0 / it0"),
+    "l_u": _ln("tin1 / it1", "tin0 / it0"),
+    "l_mu": _ln("unc1 / tin1", "unc0 / tin0"),
     "l_phi": _ln("inc1 / unc1", "inc0 / unc0"),
     "l_o": _ln("ot1 / n1", "ot0 / n0"),
-    "l_rho": _ln("outc1 / ot1", "outc0 / ot0"),
+    "l_rho": _ln("tout1 / ot1", "tout0 / ot0"),
+    "l_eta": _ln("outc1 / tout1", "outc0 / tout0"),
+    "l_tau": _ln("tool1 / n1", "tool0 / n0"),
     "l_z": _ln("oth1 / n1", "oth0 / n0"),
 }
 
@@ -189,9 +213,23 @@ def _cell_contributions() -> dict[str, list[str]]:
 _CALL_SUMS = (
     ("v_n", "toUInt64(attempt <= 1)", "first_priced_calls"),
     ("v_in", "if(attempt <= 1, ifNull(input_cost_usd, 0), 0)", "first_input_cost_usd_sum"),
-    ("v_unc", "if(attempt <= 1, coalesce(uncached_input_cost_usd, input_cost_usd, 0), 0)",
-     "first_uncached_input_cost_usd_sum"),
+    (
+        "v_unc",
+        "if(attempt <= 1, coalesce(uncached_input_cost_usd, input_cost_usd, 0), 0)",
+        "first_uncached_input_cost_usd_sum",
+    ),
     ("v_out", "if(attempt <= 1, ifNull(output_cost_usd, 0), 0)", "first_output_cost_usd_sum"),
+    ("v_tool", "if(attempt <= 1, ifNull(tool_cost_usd, 0), 0)", "first_tool_cost_usd_sum"),
+    (
+        "v_tin",
+        "if(attempt <= 1, coalesce(text_rate_input_cost_usd, uncached_input_cost_usd, input_cost_usd, 0), 0)",
+        "first_text_rate_input_cost_usd_sum",
+    ),
+    (
+        "v_tout",
+        "if(attempt <= 1, coalesce(text_rate_output_cost_usd, output_cost_usd, 0), 0)",
+        "first_text_rate_output_cost_usd_sum",
+    ),
     ("v_cost", "if(attempt <= 1, assumeNotNull(cost_usd), 0)", "first_cost_usd_sum"),
     ("v_it", "if(attempt <= 1, input_tokens, 0)", "first_input_tokens_sum"),
     ("v_ot", "if(attempt <= 1, output_tokens, 0)", "first_output_tokens_sum"),
@@ -211,7 +249,7 @@ def _cost_calls(keys: list[tuple[str, str]], where: str) -> str:
     raw = f"""SELECT {ksel}, provider AS c_provider, request_model AS c_model, timestamp, {raw_sums},
         {_period_cols()}
     FROM llm_calls
-    WHERE cost_usd IS NOT NULL AND {_range_filter()} AND ({where})"""
+    WHERE {LLM_CALL} AND cost_usd IS NOT NULL AND {_range_filter()} AND ({where})"""
     if any(k not in ROLLUP_DIMENSIONS for k, _ in keys):
         return raw
     rolled = ",\n        ".join(f"{col} AS {name}" for name, _, col in _CALL_SUMS)
@@ -246,7 +284,10 @@ def explain_cost_sql(
     """Rows ``(<by…>, driver, delta_usd, before, after, detail)``: see the module docstring."""
     keys = _key_cols(by)
     kn = ", ".join(f"k_{k}" for k, _ in keys)
-    sums = (("n", "n"), ("inc", "in"), ("unc", "unc"), ("outc", "out"), ("cost", "cost"), ("it", "it"), ("ot", "ot"))
+    sums = (
+        *(("n", "n"), ("inc", "in"), ("unc", "unc"), ("outc", "out"), ("cost", "cost"), ("it", "it"), ("ot", "ot")),
+        *(("tool", "tool"), ("tin", "tin"), ("tout", "tout")),
+    )
     metrics = [(name, f"v_{v}") for name, v in (*sums, ("cr", "cr"), ("rn", "rn"), ("rcost", "rcost"))]
     cell_terms = ",\n        ".join(f"{' + '.join(e)} AS c_{d}" for d, e in _cell_contributions().items())
     key_sums = ",\n        ".join(f"sum(c_{d}) AS d_{d}" for d in COST_DRIVERS)
@@ -269,7 +310,7 @@ cells AS (
     GROUP BY {kn}, c_provider, c_model
 ),
 cellk AS (
-    SELECT *, cost1 - inc1 - outc1 AS oth1, cost0 - inc0 - outc0 AS oth0, n1 > 0 AND n0 > 0 AS both,
+    SELECT *, cost1 - inc1 - outc1 - tool1 AS oth1, cost0 - inc0 - outc0 - tool0 AS oth0, n1 > 0 AND n0 > 0 AS both,
         -- list prices per token in each period (the other period's where a period has none)
         if(it0 > 0, unc0 / it0, if(it1 > 0, unc1 / it1, 0)) AS pin0, if(it1 > 0, unc1 / it1, pin0) AS pin1,
         if(ot0 > 0, outc0 / ot0, if(ot1 > 0, outc1 / ot1, 0)) AS pout0, if(ot1 > 0, outc1 / ot1, pout0) AS pout1,
@@ -291,6 +332,9 @@ keyed AS (
         {key_sums},
         sum(n1) AS kn1, sum(n0) AS kn0, sum(it1) AS kit1, sum(it0) AS kit0, sum(ot1) AS kot1, sum(ot0) AS kot0,
         sum(cr1) AS kcr1, sum(cr0) AS kcr0, sum(it1 + it0 + ot1 + ot0) AS ktok,
+        sum(unc1 + outc1) AS kmod1, sum(unc0 + outc0) AS kmod0,
+        sum(tin1 + tout1) AS ktext1, sum(tin0 + tout0) AS ktext0,
+        sum(tool1) AS ktool1, sum(tool0) AS ktool0,
         sum((it1 + it0) * pin0 + (ot1 + ot0) * pout0) AS klist0,
         sum((it1 + it0) * pin1 + (ot1 + ot0) * pout1) AS klist1,
         sum(cost1 + rcost1) AS kcost1, sum(cost0 + rcost0) AS kcost0, sum(rn1) AS krn1, sum(rn0) AS krn0,
@@ -327,6 +371,8 @@ drivers AS (
         tuple('cache_hit_ratio', d_cache_hit_ratio, {ratio("kcr0", "kit0")}, {ratio("kcr1", "kit1")}, ''),
         tuple('unit_price', d_unit_price, {ratio("klist0 * 1e6", "ktok")}, {ratio("klist1 * 1e6", "ktok")},
             if(tier0 != tier1 AND kn0 > 0 AND kn1 > 0, concat('service tier ', tier0, ' → ', tier1), '')),
+        tuple('modality_mix', d_modality_mix, {ratio("kmod0", "ktext0")}, {ratio("kmod1", "ktext1")}, ''),
+        tuple('tool_calls', d_tool_calls, {ratio("ktool0", "kn0")}, {ratio("ktool1", "kn1")}, ''),
         tuple('new', d_new, toNullable(0.), toNullable(knew1), new_models),
         tuple('gone', d_gone, toNullable(kgone0), toNullable(0.), gone_models),
         tuple('retries', d_retries, toNullable(krn0), toNullable(krn1), '')

@@ -7,8 +7,10 @@ sending its request is dropped for a new one), the request head must arrive with
 ``Content-Length`` within the route's cap and must arrive within :data:`BODY_TIMEOUT`
 (``Transfer-Encoding`` is refused). A complete request goes to a bounded thread pool: light
 routes (health, metrics, static files) and queries have separate pools, so busy queries never
-starve ``/healthz``. While a query runs, the connection is watched: a client that goes away has
-its query cancelled. One response per connection (``Connection: close``).
+starve ``/healthz``. While a query waits or runs, the connection is watched: a client that goes
+away has its query cancelled — one still queued for a worker never starts, one that has started
+is told through :meth:`Request.set_cancel` (whenever the handler sets it). One response per
+connection (``Connection: close``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .. import loopnoise
 
 log = logging.getLogger("llmtap.admin")
 
@@ -61,7 +65,23 @@ class Request:
     path: str  # the raw target: path and query
     headers: dict[str, str]  # names lower-cased; a repeated header keeps its last value
     body: bytes = b""
-    cancel: Callable[[], None] | None = None  # set by a handler whose work can be cancelled
+    peer: str = ""  # the client's address
+    cancel: Callable[[], None] | None = None  # set by a handler whose work can be cancelled (set_cancel)
+    gone: threading.Event = field(default_factory=threading.Event)  # the client went away
+
+    def set_cancel(self, cancel: Callable[[], None]) -> None:
+        """Called by a handler (its worker thread) before cancellable work; runs ``cancel`` at once when the
+        client is already gone, so a client that leaves while its request waits for the work cancels it too."""
+        self.cancel = cancel
+        if self.gone.is_set():
+            cancel()
+
+    def client_gone(self) -> None:
+        """Called by the server (the loop's executor) when the client went away."""
+        self.gone.set()
+        cancel = self.cancel
+        if cancel is not None:
+            cancel()
 
 
 @dataclass
@@ -95,6 +115,7 @@ class HttpServer:
         self.handler = handler
         self.extra_headers = headers
         self.loop = asyncio.new_event_loop()
+        loopnoise.install(self.loop)  # out of descriptors: one line per 10 s, not one traceback per accept
         self.light = concurrent.futures.ThreadPoolExecutor(LIGHT_WORKERS, thread_name_prefix="llmtap-admin")
         self.heavy = concurrent.futures.ThreadPoolExecutor(QUERY_WORKERS, thread_name_prefix="llmtap-admin-query")
         self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
@@ -114,9 +135,8 @@ class HttpServer:
         async def stop() -> None:
             self._server.close()
             for req in list(self._inflight):
-                if req.cancel is not None:
-                    with contextlib.suppress(Exception):
-                        req.cancel()
+                with contextlib.suppress(Exception):
+                    req.client_gone()
             for w in list(self._waiting):
                 w.close()
 
@@ -172,6 +192,8 @@ class HttpServer:
         req = self._parse_head(head)
         if isinstance(req, Response):
             return req
+        peer = writer.get_extra_info("peername")
+        req.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         route = self.router(req.method, urlpath(req.path))
         if req.method == "POST":
             err = await self._read_body(reader, req, route)
@@ -185,12 +207,15 @@ class HttpServer:
             return await loop.run_in_executor(self.light, self.handler, req)
         self._inflight.add(req)
         try:
-            work: asyncio.Future[Any] = loop.run_in_executor(self.heavy, self.handler, req)
+            queued = self.heavy.submit(self.handler, req)
+            work: asyncio.Future[Any] = asyncio.wrap_future(queued)
             gone: asyncio.Future[Any] = asyncio.ensure_future(_closed(reader))
             done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
             if work not in done:
-                if req.cancel is not None:
-                    await loop.run_in_executor(self.light, req.cancel)
+                if queued.cancel():  # still waiting for a worker: it never starts
+                    return None
+                with contextlib.suppress(Exception):
+                    await loop.run_in_executor(self.light, req.client_gone)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(work, 10)
                 return None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..record import LLM_CALL_SQL as LLM_CALL
 from .explain_sql import _logmean, _period_cols, _periods, _range_filter
 
 LATENCY_METRICS = ("duration", "ttft")
@@ -128,13 +129,14 @@ def explain_latency_sql(
     return f"""WITH {_periods(t1, w, n, step)},
     -- no cell can have min_samples units in both periods when the whole range has fewer calls: read nothing
     (SELECT countIf(period = 1) >= {int(min_samples)} AND countIf(period = 0) >= {int(min_samples)}
-     FROM (SELECT {_period_cols()} FROM llm_calls WHERE {_range_filter()} AND ({where}))) AS x_enough,
+     FROM (SELECT {_period_cols()} FROM llm_calls
+        WHERE {LLM_CALL} AND {_range_filter()} AND ({where}))) AS x_enough,
 base AS (
     SELECT provider, server_address, request_model, timestamp, attempt, request_hash, api_key_id, error_type,
         ttfb_ms, ttft_ms, duration_ms, decode_ms, output_tokens
     FROM llm_calls
     WHERE x_enough AND timestamp < x_t1 AND timestamp >= x_t1 - toIntervalSecond(x_n * x_step + x_w + 600)
-        AND ({where})
+        AND {LLM_CALL} AND ({where})
 ),
 retried AS (
     SELECT DISTINCT api_key_id, request_hash FROM base WHERE attempt > 1 AND request_hash != ''

@@ -1,5 +1,6 @@
 """The analysis SQL, once: the alert rules (provisioned for Grafana and evaluated by the sidecar itself with
 ``--alert-webhook``), ``llmtap check-cost`` and ``llmtap report`` (the explain analyses: :mod:`.explain_sql`).
+Each reads LLM calls only (:data:`llmtap.record.LLM_CALL_SQL`): an agent's telemetry is no call, its 404s no error.
 
 Regressions are measured against a baseline, not a fixed threshold: the same window (e.g. the
 last hour) on each of the previous N days, averaged. Each query returns one row per group
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..record import LLM_CALL_SQL as LLM_CALL
 
 GROUP_COLUMNS = {
     "model": "request_model",
@@ -57,7 +60,7 @@ def cost_regression_sql(
     if value not in ("ratio", "per_call_ratio"):
         raise ValueError(value)
     cols = ", ".join(GROUP_COLUMNS[b] + (f" AS {b}" if GROUP_COLUMNS[b] != b else "") for b in by) or "'all' AS all"
-    keys = ", ".join(by) or "all"
+    keys = ", ".join(GROUP_COLUMNS[b] for b in by) or "all"  # the columns: an alias (``user``) may name a function
     base = "baseline_cost" if value == "ratio" else "baseline_cost * n / nullIf(baseline_calls, 0)"
     return f"""{_baseline_window(window_s, baseline_days, t1)}
 SELECT {cols},
@@ -71,7 +74,7 @@ SELECT {cols},
     {value} AS value,
     {base} AS baseline
 FROM llm_calls
-WHERE timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1 AND ({where})
+WHERE {LLM_CALL} AND timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1 AND ({where})
 GROUP BY {keys}
 HAVING current_calls >= {int(min_samples)} AND baseline_calls >= {int(min_samples)}
 ORDER BY value DESC"""
@@ -90,7 +93,7 @@ SELECT provider, request_model AS model,
     round(current_p95 / nullIf(baseline_p95, 0), 4) AS value,
     baseline_p95 AS baseline
 FROM llm_calls
-WHERE timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1 AND {col} IS NOT NULL
+WHERE {LLM_CALL} AND timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1 AND {col} IS NOT NULL
 GROUP BY provider, model
 HAVING countIf(age < w) >= {int(min_samples)}
     AND countIf(day_ago BETWEEN 1 AND n AND age_in_day < w) >= {int(min_samples)}"""
@@ -105,7 +108,7 @@ SELECT provider, request_model AS model,
     round(countIf(day_ago BETWEEN 1 AND n AND age_in_day < w AND outcome = 'error')
         / nullIf(countIf(day_ago BETWEEN 1 AND n AND age_in_day < w), 0), 4) AS baseline
 FROM llm_calls
-WHERE timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1
+WHERE {LLM_CALL} AND timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1
 GROUP BY provider, model
 HAVING calls >= {int(min_samples)}"""
 
@@ -117,7 +120,8 @@ def no_first_token_sql(minutes: int = 15, min_samples: int = 20, t1: str = NOW) 
     round(countIf(content_events = 0) / count(), 4) AS value,
     CAST(NULL AS Nullable(Float64)) AS baseline
 FROM llm_calls
-WHERE {_recent(t1, minutes)} AND stream AND status_code BETWEEN 200 AND 299 AND operation != 'embeddings'
+WHERE {LLM_CALL} AND {_recent(t1, minutes)} AND stream AND status_code BETWEEN 200 AND 299
+    AND operation != 'embeddings'
 GROUP BY provider, model
 HAVING streams >= {int(min_samples)}"""
 
@@ -131,7 +135,7 @@ SELECT service,
     countIf(day_ago BETWEEN 1 AND n AND age_in_day < w) / n AS baseline,
     round(current_calls / nullIf(baseline, 0), 4) AS value
 FROM llm_calls
-WHERE timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1
+WHERE {LLM_CALL} AND timestamp >= t1 - toIntervalSecond(n * 86400 + w) AND timestamp <= t1
 GROUP BY service
 HAVING baseline >= {int(min_baseline)}"""
 
@@ -186,7 +190,7 @@ RULES: tuple[AlertRule, ...] = (
             f"""SELECT provider, request_model AS model, api_key_id AS key, toFloat64(count()) AS value,
     CAST(NULL AS Nullable(Float64)) AS baseline
 FROM llm_calls
-WHERE error_type = 'quota_exhausted' AND {_recent(t1, 5)}
+WHERE {LLM_CALL} AND error_type = 'quota_exhausted' AND {_recent(t1, 5)}
 GROUP BY provider, model, key"""
         ),
         0,
@@ -209,7 +213,7 @@ GROUP BY provider, model, key"""
             f"""SELECT provider, request_model AS model, round(countIf(mid_stream_error) / count(), 4) AS value,
     CAST(NULL AS Nullable(Float64)) AS baseline
 FROM llm_calls
-WHERE {_recent(t1, 15)} AND stream
+WHERE {LLM_CALL} AND {_recent(t1, 15)} AND stream
 GROUP BY provider, model
 HAVING count() >= 20"""
         ),
@@ -248,7 +252,7 @@ HAVING count() >= 20"""
             f"""SELECT provider, request_model AS model, feature,
     round(countIf(finish_reason = 'length') / count(), 4) AS value, CAST(NULL AS Nullable(Float64)) AS baseline
 FROM llm_calls
-WHERE {_recent(t1, 60)} AND operation != 'embeddings' AND outcome = 'ok'
+WHERE {LLM_CALL} AND {_recent(t1, 60)} AND operation != 'embeddings' AND outcome = 'ok'
 GROUP BY provider, model, feature
 HAVING count() >= 20"""
         ),
@@ -279,13 +283,15 @@ def report_sql(since_s: int) -> dict[str, str]:
         round(quantiles(0.5, 0.95)(ttft_ms)[1]) AS ttft_p50, round(quantiles(0.5, 0.95)(ttft_ms)[2]) AS ttft_p95,
         round(quantiles(0.5, 0.95)(duration_ms)[1]) AS duration_p50,
         round(quantiles(0.5, 0.95)(duration_ms)[2]) AS duration_p95
-        FROM llm_calls WHERE {rng}""",
+        FROM llm_calls WHERE {LLM_CALL} AND {rng}""",
         "models": f"""SELECT provider, request_model AS model, count() AS calls,
         round(sum(cost_usd), 4) AS cost_usd, sum(input_tokens) AS input, sum(output_tokens) AS output,
         round(quantile(0.95)(ttft_ms)) AS ttft_p95_ms, round(countIf(outcome = 'error') / count(), 3) AS error_rate
-        FROM llm_calls WHERE {rng} GROUP BY provider, model ORDER BY cost_usd DESC, calls DESC LIMIT 20""",
+        FROM llm_calls WHERE {LLM_CALL} AND {rng}
+        GROUP BY provider, model ORDER BY cost_usd DESC, calls DESC LIMIT 20""",
         "errors": f"""SELECT provider, error_type, count() AS calls, countIf(mid_stream_error) AS mid_stream
-        FROM llm_calls WHERE {rng} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 20""",
+        FROM llm_calls WHERE {LLM_CALL} AND {rng} AND outcome = 'error'
+        GROUP BY provider, error_type ORDER BY calls DESC LIMIT 20""",
     }
 
 
@@ -297,7 +303,7 @@ def unpriced_models_sql(where: str) -> str:
     rule matches), with their call count: what a price file should add."""
     return f"""SELECT provider, request_model AS model, response_model, count() AS calls,
     sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-FROM llm_calls WHERE {where} AND cost_usd IS NULL AND usage_source != 'none'
+FROM llm_calls WHERE {LLM_CALL} AND {where} AND cost_usd IS NULL AND usage_source != 'none'
 GROUP BY provider, model, response_model ORDER BY calls DESC LIMIT 50"""
 
 
@@ -317,8 +323,8 @@ def failed_attempts_sql(where: str) -> str:
         countIf(status_code = 429 AND error_type = 'quota_exhausted') AS quota_429s,
         max(outcome = 'ok' AND attempt > 1) AS recovered
     FROM llm_calls
-    WHERE {where} AND request_hash != '' AND (request_hash, api_key_id) IN (
-        SELECT request_hash, api_key_id FROM llm_calls WHERE {where} AND attempt > 1)
+    WHERE {LLM_CALL} AND {where} AND request_hash != '' AND (request_hash, api_key_id) IN (
+        SELECT request_hash, api_key_id FROM llm_calls WHERE {LLM_CALL} AND {where} AND attempt > 1)
     GROUP BY provider, model, request_hash, api_key_id
 )
 SELECT provider, model, chain_error AS error_type, count() AS retry_chains, sum(failed) AS failed_attempts,
@@ -334,7 +340,7 @@ def cache_misses_sql(where: str) -> str:
     return f"""SELECT cache_miss_reason AS reason, count() AS misses,
     round(sum(ifNull(cache_miss_cost_usd, 0)), 6) AS miss_cost_usd,
     round(sum(cost_usd), 6) AS calls_cost_usd
-FROM llm_calls WHERE {where} AND cache_miss_reason != ''
+FROM llm_calls WHERE {LLM_CALL} AND {where} AND cache_miss_reason != ''
 GROUP BY reason ORDER BY miss_cost_usd DESC"""
 
 
@@ -346,6 +352,6 @@ def tracked_cost_sql(provider_names: tuple[str, ...], start: float, end: float) 
     if(response_model != '', response_model, request_model) AS model,
     count() AS calls, sum(ifNull(cost_usd, 0)) AS tracked_usd
 FROM llm_calls
-WHERE timestamp >= toDateTime64({float(start):.3f}, 6) AND timestamp < toDateTime64({float(end):.3f}, 6)
+WHERE {LLM_CALL} AND timestamp >= toDateTime64({float(start):.3f}, 6) AND timestamp < toDateTime64({float(end):.3f}, 6)
     AND provider IN ({names}) AND usage_source != 'none' AND billing != 'subscription'
 GROUP BY day, model ORDER BY day, model"""

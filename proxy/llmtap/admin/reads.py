@@ -32,6 +32,8 @@ class ReadStore(Protocol):
 
     def syntax_tree(self, sql: str) -> dict[str, Any] | None: ...
 
+    def engine_names(self) -> frozenset[str]: ...
+
     def read(
         self, sql: str, fmt: str = "JSONEachRow", params: Mapping[str, str] | None = None, tag: str = ""
     ) -> bytes: ...
@@ -56,6 +58,7 @@ class Reads:
             raise QueryRefused(f"invalid output format {fmt!r}")
         bound = check_params(params)
         checked = self.guard.check(sql)
+        self.guard.check_values(bound.values())
         unused = set(bound) - checked.params
         if unused:
             raise QueryRefused(f"parameter {sorted(unused)[0]!r} does not appear in the query as {{name:Type}}")

@@ -73,6 +73,12 @@ def _json(status: int, obj: Any) -> Response:
     return Response(status, json.dumps(obj, default=str).encode(), "application/json")
 
 
+def _throttled() -> Response:
+    resp = _json(429, {"error": "too many wrong tokens from this address: wait, then use the right one"})
+    resp.headers.append(("Retry-After", "2"))
+    return resp
+
+
 def _is_json(req: Request) -> bool:
     return req.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "application/json"
 
@@ -86,10 +92,12 @@ class Admin:
     def __call__(self, req: Request) -> Response:
         path = urlpath(req.path)
         auth = self.state.auth
+        presented = auth.bearer(req.headers, req.peer)
+        bearer = presented == "ok"
         if path == "/healthz" and req.method == "GET":
-            h = self.state.health()
-            return _json(200 if h.get("status") == "ok" else 503, h)
-        bearer = auth.bearer_ok(req.headers)
+            return self.healthz(bearer or auth.host_ok(req.headers))
+        if presented == "throttled":
+            return _throttled()
         if not bearer and not auth.host_ok(req.headers):
             return text(421, "unknown Host: use a loopback address, an IP, or --admin-allowed-host NAME")
         api = path.startswith("/api/") or path == "/metrics" or req.method == "POST"
@@ -100,6 +108,7 @@ class Admin:
         if path == "/api/login":
             return self.login(req)
         if path == "/api/logout":
+            auth.logout(req.headers)  # the session ends here, not only in this browser
             return Response(204, headers=[("Set-Cookie", f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")])
         if path not in QUERY_ROUTES:
             return text(404, "not found")
@@ -144,6 +153,13 @@ class Admin:
             return text(404, "no such dashboard") if board is None else _json(200, board)
         return text(404, "not found")
 
+    def healthz(self, trusted: bool) -> Response:
+        """The sidecar's health; to a request that fails the Host check (a page behind DNS rebinding), only
+        its status: the rest names internals (the store's host in ``store_error``)."""
+        h = self.state.health()
+        code = 200 if h.get("status") == "ok" else 503
+        return _json(code, h if trusted else {"status": h.get("status")})
+
     def login(self, req: Request) -> Response:
         if not _is_json(req):
             return text(415, "POST a JSON body (Content-Type: application/json)")
@@ -151,7 +167,10 @@ class Admin:
             token = json.loads(req.body or b"{}").get("token", "")
         except (ValueError, AttributeError):
             token = ""
-        if not isinstance(token, str) or not self.state.auth.token_ok(token):
+        verdict = self.state.auth.login(token, req.peer) if isinstance(token, str) else "wrong"
+        if verdict == "throttled":
+            return _throttled()
+        if verdict != "ok":
             return _json(401, {"error": "wrong token (see <data-dir>/admin-token)"})
         return Response(204, headers=[("Set-Cookie", self.state.auth.session_cookie())])
 
@@ -159,7 +178,7 @@ class Admin:
         reads = self.state.reads
         tag = new_tag()
         if reads is not None:
-            req.cancel = lambda: reads.cancel(tag)
+            req.set_cancel(lambda: reads.cancel(tag))
         return tag
 
     def sql(self, req: Request, body: dict[str, Any]) -> Response:

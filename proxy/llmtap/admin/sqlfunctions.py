@@ -11,7 +11,10 @@ functions, hashing, ...) is pure computation over the query's data and is allowe
 The guard allows only names in the allowed list, so a function that a newer engine adds is
 refused until it is classified: ``python -m llmtap.admin.sqlfunctions`` regenerates the file from
 the installed engine with the rules below, and ``tests/unit/admin/test_sqlguard.py`` fails while
-the file and the engine disagree.
+the file and the engine disagree. Every name in the file (allowed or denied, in any case) is a name
+the engine could *call* from an expression: the guard refuses it wherever it appears in a query
+unless it is allowed (:meth:`Functions.refusal`). Table functions are not listed: a table position
+may only name llmtap's tables (:mod:`.sqlguard`).
 """
 
 from __future__ import annotations
@@ -108,24 +111,69 @@ class Functions:
     denied: dict[str, str]
     aggregates: frozenset[str]  # allowed aggregate functions, which take combinators
     combinators: tuple[str, ...]  # aggregate combinators (``-If``, ``-Array``, ...), longest first
+    denied_aggregates: frozenset[str] = frozenset()  # lower-cased
+
+    @functools.cached_property
+    def callable_lower(self) -> frozenset[str]:
+        """Every name the engine could call from an expression, lower-cased: its functions, allowed or not."""
+        return frozenset(n.lower() for n in (*self.allowed, *self.denied))
+
+    def refusal(self, name: str, engine: frozenset[str] = frozenset()) -> str | None:
+        """Why ``name``, found anywhere in a query, is refused; None when it is allowed or calls nothing.
+
+        A name calls something when it is (in any case) one of the engine's functions (the shipped list,
+        or ``engine``: the lower-cased names the running engine reports), or a denied
+        aggregate with combinators appended. Allowed functions pass, as :meth:`is_allowed` says."""
+        if self.is_allowed(name):
+            return None
+        low = name.lower()
+        if low in self.callable_lower or low in engine:
+            return self.denied.get(name) or self._denied_ci(low) or "not a function llmtap allows"
+        base = self._denied_base(low)
+        return None if base is None else self._denied_ci(base) or "a denied aggregate function"
+
+    def denied_aggregate(self, name: str) -> str | None:
+        """Why ``name`` (a word inside a string value) is refused: it names a denied aggregate function,
+        the one kind of function a value can call (``arrayReduce('f', …)``, ``AggregateFunction(f, …)``)."""
+        low = name.lower()
+        base = low if low in self.denied_aggregates else self._denied_base(low)
+        return None if base is None else self._denied_ci(base) or "a denied aggregate function"
+
+    def _denied_ci(self, low: str) -> str:
+        for k, why in self.denied.items():
+            if k.lower() == low:
+                return why
+        return ""
+
+    def _denied_base(self, low: str) -> str | None:
+        """The denied aggregate ``low`` is made of, with combinators appended (``stochasticLinearRegressionIf``)."""
+        lowered = tuple(c.lower() for c in self.combinators)
+        return next((b for b in _bases(low, lowered) if b in self.denied_aggregates), None)
 
     def is_allowed(self, name: str) -> bool:
         if name in self.allowed or name in SYNTAX_FUNCTIONS or name.lower() in self.allowed_ci:
             return True
-        return self._combined(name, 0)
+        return self._combined(name)
 
-    def _combined(self, name: str, depth: int) -> bool:
+    def _combined(self, name: str) -> bool:
         """``sumIf``, ``quantilesArrayIf``, ...: an allowed aggregate with combinators appended."""
-        if depth > 8:
-            return False
-        for comb in self.combinators:
-            if name.endswith(comb) and len(name) > len(comb):
-                base = name[: -len(comb)]
-                if base in self.aggregates or (base.lower() in self.allowed_ci and base.lower() in self.aggregates):
-                    return True
-                if self._combined(base, depth + 1):
-                    return True
+        for base in _bases(name, self.combinators):
+            if base in self.aggregates or (base.lower() in self.allowed_ci and base.lower() in self.aggregates):
+                return True
         return False
+
+
+def _bases(name: str, combinators: tuple[str, ...], depth: int = 8) -> set[str]:
+    """What ``name`` is with 1 to ``depth`` combinators taken off its end (each distinct base once: linear)."""
+    found: set[str] = set()
+    level = {name}
+    for _ in range(depth):
+        nxt = {n[: -len(c)] for n in level for c in combinators if n.endswith(c) and len(n) > len(c)} - found
+        if not nxt:
+            break
+        found |= nxt
+        level = nxt
+    return found
 
 
 def classify(rows: list[dict[str, Any]], combinators: list[str]) -> dict[str, Any]:
@@ -148,11 +196,13 @@ def classify(rows: list[dict[str, Any]], combinators: list[str]) -> dict[str, An
             return reason(target, seen | {name})
         return ""
 
-    allowed, allowed_ci, aggregates, denied = [], [], [], {}
+    allowed, allowed_ci, aggregates, denied, denied_aggregates = [], [], [], {}, []
     for name in sorted(by_name):
         why = reason(name)
         if why:
             denied[name] = why
+            if by_name[name]["is_aggregate"]:
+                denied_aggregates.append(name)
             continue
         allowed.append(name)
         if by_name[name]["case_insensitive"]:
@@ -165,6 +215,7 @@ def classify(rows: list[dict[str, Any]], combinators: list[str]) -> dict[str, An
         "aggregates": aggregates,
         "combinators": sorted(combinators),
         "denied": denied,
+        "denied_aggregates": denied_aggregates,
     }
 
 
@@ -188,6 +239,7 @@ def load() -> Functions:
         dict(data["denied"]),
         frozenset(data["aggregates"]) | frozenset(a.lower() for a in data["aggregates"]),
         tuple(sorted(data["combinators"], key=len, reverse=True)),
+        frozenset(a.lower() for a in data["denied_aggregates"]),
     )
 
 

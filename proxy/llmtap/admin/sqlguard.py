@@ -4,7 +4,11 @@ The query text never reaches the engine as SQL before it is checked. The engine 
 *data* (a bound query parameter): ``formatQuerySingleLine`` rejects anything that is not exactly
 one statement and returns its canonical text; ``parseQueryToJSON`` of that canonical text gives
 its syntax tree. The tree is walked against an allow-list: every node type and every field must
-be known, so new syntax is refused until it is reviewed. What runs is the canonical text, so what
+be known, so new syntax is refused until it is reviewed. Then every string of the tree is checked
+again without regard to node types (:mod:`.sqlnames`): a word of a name that the engine could call
+(one of its functions, by the shipped list and the running engine's own) must
+be an allowed function, wherever it sits (an ``APPLY`` transformer carries its function as a plain
+string field), and no word of a value may name a denied aggregate. What runs is the canonical text, so what
 was checked is what executes (no comment, quoting or second-statement trick survives the round
 trip). On top of that, the store runs admin queries with ``readonly = 1`` and resource limits
 (:mod:`llmtap.store.readonly`), on a session of their own.
@@ -21,13 +25,16 @@ functions (all of them), other databases (``system`` included), ``SETTINGS``, ``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import LlmtapError
 from .sqlfunctions import load as load_functions
+from .sqlnames import NameRefused, check_tree, check_values
+
+log = logging.getLogger("llmtap.admin")
 
 ALLOWED_TABLES = frozenset({"llm_calls", "llm_calls_hourly", "llm_content", "otel_traces", "llmtap_schema"})
 EXPLAIN_KINDS = frozenset(
@@ -78,6 +85,10 @@ class Parser(Protocol):
         """``parseQueryToJSON(sql)``; None for a statement the engine cannot serialize (DESCRIBE, ...)."""
         ...
 
+    def engine_names(self) -> frozenset[str]:
+        """Lower-cased names of every function of the engine the query runs on."""
+        ...
+
 
 @dataclass(frozen=True)
 class Checked:
@@ -124,7 +135,7 @@ RULES: dict[str, frozenset[str]] = {
         "ColumnsApplyTransformer": {"func_name", "parameters", "lambda", "lambda_arg", "column_name_prefix"},
         "ColumnsExceptTransformer": {"children", "is_strict", "pattern"},
         "ColumnsReplaceTransformer": {"children", "is_strict"},
-        "ColumnsReplaceTransformerReplacement": {"name", "expression"},
+        "ColumnsReplaceTransformerReplacement": {"name", "expression", "children"},
         "OrderByElement": {"direction", "nulls_direction", "nulls_direction_was_explicitly_specified", "collation",
                            "with_fill", "fill_from", "fill_to", "fill_step", "fill_staleness", "expression"},
         "InterpolateElement": {"column", "expr"},
@@ -310,6 +321,7 @@ class Guard:
         self.parser = parser
         self.db = db
         self._described: frozenset[str] | None = None
+        self._engine: frozenset[str] | None = None
 
     def check(self, sql: str) -> Checked:
         if not isinstance(sql, str) or not sql.strip():
@@ -337,7 +349,30 @@ class Guard:
                 "only SELECT, WITH, EXPLAIN, SHOW TABLES/COLUMNS and DESCRIBE/SHOW CREATE/EXISTS of llmtap's tables"
             )
         kind, params = _check_tree(tree, self.db)
+        try:
+            check_tree(tree, load_functions(), self.engine())
+        except NameRefused as e:
+            raise _refuse(str(e)) from None
         return Checked(text, kind, params)
+
+    def check_values(self, values: Iterable[str]) -> None:
+        """Bound parameter values are literals to the engine: none may name a denied aggregate."""
+        try:
+            check_values(values, load_functions())
+        except NameRefused as e:
+            raise _refuse(f"parameter value: {e}") from None
+
+    def engine(self) -> frozenset[str]:
+        """The running engine's callable names (a server newer than the shipped list has more), once."""
+        if self._engine is None:
+            try:
+                self._engine = self.parser.engine_names()
+            except Exception as e:
+                if _store_away(e):
+                    raise
+                log.warning("admin: the engine's function list is unreadable (%s); using llmtap's own", e)
+                self._engine = frozenset()
+        return self._engine
 
     def described(self) -> frozenset[str]:
         if self._described is None:
@@ -349,13 +384,3 @@ def _engine_message(e: BaseException) -> str:
     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     cut = msg.find(": In scope SELECT")
     return (msg[:cut] if cut > 0 else msg)[:300]
-
-
-def tree_of(raw: bytes) -> dict[str, Any] | None:
-    """Decode the engine's ``parseQueryToJSON`` answer (a JSONEachRow line with column ``j``)."""
-    line = raw.strip().splitlines()[0] if raw.strip() else b"{}"
-    value = json.loads(line).get("j")
-    if not isinstance(value, str):
-        return None
-    tree = json.loads(value)
-    return tree if isinstance(tree, dict) else None

@@ -9,6 +9,7 @@ into the SQL), and the result runs through the same guarded read path as ``/api/
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from typing import Any
 
 from ..errors import LlmtapError
 from .macros import ALL, Expanded, MacroError, QueryContext, expand_query
+
+log = logging.getLogger(__name__)
 
 # (sql, format, params) → the result in that format, through the guarded read path.
 QueryFn = Callable[[str, str, dict[str, str]], bytes]
@@ -103,7 +106,12 @@ def _expand(sql: str, ctx: QueryContext) -> Expanded:
 
 
 def _frame(query: QueryFn, x: Expanded) -> dict[str, Any]:
-    raw = json.loads(query(f"SELECT * FROM ({x.sql}) LIMIT {MAX_ROWS}", "JSONCompact", x.params))
+    sql = f"SELECT * FROM ({x.sql}) LIMIT {MAX_ROWS}"
+    try:
+        raw = json.loads(query(sql, "JSONCompact", x.params))
+    except json.JSONDecodeError as e:  # not one JSON document (output another query left?): asked once more
+        log.warning("viewer: a panel's answer was not one JSON document (%s); asked again", e)
+        raw = json.loads(query(sql, "JSONCompact", x.params))
     return {"columns": raw.get("meta", []), "rows": raw.get("data", [])}
 
 

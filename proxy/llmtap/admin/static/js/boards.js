@@ -5,7 +5,7 @@ import { DRAW, drawTable } from "./charts.js";
 import { showDown, storeReady } from "./banner.js";
 import { showLogin } from "./login.js";
 
-export const state = { boards: [], board: null, vars: {}, timer: null, loadSeq: 0 };
+export const state = { boards: [], board: null, vars: {}, timer: null, loadSeq: 0, varSeq: 0 };
 
 export function timeRange() {
   const to = Date.now() / 1000;
@@ -23,12 +23,13 @@ async function loadPanel(panel, box, seq) {
   const body = box.querySelector(".body");
   box.classList.add("loading");
   try {
-    const { from, to } = timeRange();
+    const view = timeRange();
+    const { from, to } = view;
     const frame = await api("/api/panel", { uid: state.board.uid, panel: panel.id, from, to,
       maxDataPoints: Math.max(Math.floor(box.clientWidth / 6), 40), vars: sentVars() });
     if (seq !== state.loadSeq) return;
     body.replaceChildren();
-    (DRAW[panel.type] || drawTable)(body, frame, panel);
+    (DRAW[panel.type] || drawTable)(body, frame, panel, view);
     box.dataset.state = "rendered";
   } catch (e) {
     if (e instanceof NeedLogin) { showLogin(); return; }
@@ -51,6 +52,7 @@ function drawBoxes() {
   return state.board.panels.map((panel) => {
     const g = panel.gridPos;
     const box = el("section", { class: "panel", "data-type": panel.type, "data-panel": panel.id,
+      "data-unit": panel.fieldConfig?.defaults?.unit,
       style: `grid-column:${g.x + 1} / span ${g.w};grid-row:${g.y + 1} / span ${g.h}` });
     box.append(el("h2", { title: panel.description || panel.title }, panel.title), el("div", { class: "body" }));
     box.querySelector(".body").append(el("div", { class: "empty" }, "…"));
@@ -72,17 +74,21 @@ function customOptions(v) {
   return String(v.query || "").split(",").map((x) => x.trim()).filter(Boolean);
 }
 
+// The board's filters, each box inside its label (one unit: the label never wraps away from its box). Built
+// aside and put in at once, so that two boards opened in quick succession never interleave their filters.
 async function loadVariables() {
   const holder = $("vars");
-  holder.replaceChildren();
+  const seq = ++state.varSeq;
+  const labels = [];
   const { from, to } = timeRange();
   for (const v of state.board.templating?.list || []) {
-    const label = el("label", {}, v.label || v.name);
+    const label = el("label", { class: "filter" });
+    label.append(el("span", {}, v.label || v.name));
     if (v.type === "textbox") {
       const input = el("input", { size: 14, value: (state.vars[v.name] || [""])[0], "data-var": v.name,
         placeholder: v.label || v.name, type: "search" });
       input.addEventListener("change", () => { state.vars[v.name] = [input.value.trim()]; render(); });
-      label.append(" ", input);
+      label.append(input);
     } else {
       const sel = el("select", { "data-var": v.name });
       if (v.includeAll) sel.append(el("option", { value: "$__all" }, "All"));
@@ -99,10 +105,11 @@ async function loadVariables() {
       if (sel.selectedIndex < 0) sel.value = fallback;
       state.vars[v.name] = [sel.value];
       sel.addEventListener("change", () => { state.vars[v.name] = [sel.value]; render(); });
-      label.append(" ", sel);
+      label.append(sel);
     }
-    holder.append(label);
+    labels.push(label);
   }
+  if (seq === state.varSeq) holder.replaceChildren(...labels);
 }
 
 export async function openBoard(uid, vars = {}) {

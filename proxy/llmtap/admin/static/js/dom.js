@@ -20,12 +20,13 @@ export function empty(body, text = "No data") { body.append(el("div", { class: "
 // -- numbers and units -----------------------------------------------------------------------------------------
 const short = (x) => Math.abs(x) >= 1e9 ? (x / 1e9).toFixed(1) + "B" : Math.abs(x) >= 1e6 ? (x / 1e6).toFixed(1) + "M"
   : Math.abs(x) >= 1e4 ? (x / 1e3).toFixed(1) + "k" : Math.abs(x) >= 100 ? Math.round(x).toLocaleString("en-US")
-  : Number.isInteger(x) ? String(x) : x.toPrecision(3);
+  : Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(3)));
 
 // Milliseconds as people read them: 840 ms, 2.31 s, 4m 05s, 3h 20m, 2d 04h.
 export function duration(ms) {
   const a = Math.abs(ms), s = a / 1000;
-  if (a < 1000) return `${ms.toFixed(a < 10 ? 1 : 0)} ms`;
+  if (a < 10) return `${Number(ms.toPrecision(2))} ms`;  // 0.025 ms, 5.6 ms: the digits that differ
+  if (a < 1000) return `${ms.toFixed(0)} ms`;
   if (s < 60) return `${(ms / 1000).toFixed(2)} s`;
   const p = (x) => String(Math.floor(x)).padStart(2, "0");
   if (s < 3600) return `${Math.floor(s / 60)}m ${p(s % 60)}s`;
@@ -35,19 +36,36 @@ export function duration(ms) {
 
 export function usd(n) {
   const a = Math.abs(n);
-  return (n < 0 ? "-$" : "$") + (a >= 100 ? a.toFixed(0) : a >= 1 ? a.toFixed(2) : a === 0 ? "0" : a.toPrecision(2));
+  return (n < 0 ? "-$" : "$") + (a >= 100 ? a.toFixed(0) : a >= 1 ? a.toFixed(2) : a === 0 ? "0"
+    : a >= 0.01 ? a.toPrecision(2) : String(Number(a.toPrecision(2))));
 }
 
+// A count with its noun: "1 call", "12 calls", "1 miss", "3 misses".
+export function plural(n, word) {
+  if (Number(n) !== 1) return word;
+  return word.endsWith("sses") || word.endsWith("shes") ? word.slice(0, -2) : word.replace(/s$/, "");
+}
+
+// A ratio as people say it: ×1.4, ×12, ×110 (never ×1.1e+2).
+export function ratio(r) {
+  if (r === null || r === undefined || !Number.isFinite(Number(r))) return "–";
+  const a = Math.abs(Number(r));
+  return "×" + (a >= 10 ? Math.round(a).toLocaleString("en-US") : a.toFixed(a >= 1 ? 1 : 2));
+}
+
+// Units: Grafana's (currencyUSD, percentunit, ms, s, reqps, short) and the counts of tables ("tokens", "count:<noun>").
 export function fmt(v, unit) {
   if (v === null || v === undefined || v === "") return "–";
   const n = Number(v);
   if (!Number.isFinite(n)) return String(v);
+  if (unit && unit.startsWith("count:")) return `${short(n)} ${plural(n, unit.slice(6))}`;
   switch (unit) {
     case "currencyUSD": return usd(n);
-    case "percentunit": return (n * 100).toFixed(Math.abs(n) < 0.1 ? 2 : 1) + "%";
+    case "percentunit": return (n * 100).toFixed(Math.abs(n) < 0.1 ? 2 : 1).replace(/\.0+$/, "") + "%";
     case "ms": return duration(n);
-    case "s": return n.toFixed(Math.abs(n) < 10 ? 2 : 0) + " s";
+    case "s": return (Math.abs(n) < 100 ? String(Number(n.toPrecision(3))) : n.toFixed(0)) + " s";
     case "reqps": return short(n) + "/s";
+    case "tokens": return short(n) + " tok";
     default: return short(n);
   }
 }
@@ -57,18 +75,48 @@ export function exact(v, unit) {
   if (v === null || v === undefined || v === "") return "–";
   const n = Number(v);
   if (!Number.isFinite(n)) return String(v);
+  const whole = Number.isInteger(n) ? n.toLocaleString("en-US") : n.toPrecision(6);
+  if (unit && unit.startsWith("count:")) return `${whole} ${plural(n, unit.slice(6))}`;
   switch (unit) {
     case "currencyUSD": return `$${n.toPrecision(6).replace(/\.?0+$/, "")} USD`;
     case "percentunit": return `${(n * 100).toPrecision(4)}%`;
     case "ms": return `${n.toFixed(1)} ms`;
     case "s": return `${n.toFixed(3)} s`;
     case "reqps": return `${n.toPrecision(4)} per second`;
-    default: return Number.isInteger(n) ? n.toLocaleString("en-US") : n.toPrecision(6);
+    case "tokens": return `${whole} tokens`;
+    default: return whole;
   }
 }
 
-export const unitOfColumn = (name) => /_usd$|^cost/.test(name) ? "currencyUSD" : /_ms$/.test(name) ? "ms"
-  : /_s$/.test(name) ? "s" : "short";
+// A table column's unit from its name (the boards' SQL names its columns by what they hold). Columns that
+// identify (status_code, attempt) have none: they are not quantities.
+const COUNT_NOUNS = ["calls", "misses", "attempts", "chains", "requests", "sessions", "errors", "events", "hits", "uses"];
+const COUNT_NAMES = { failed: "calls", quota_429_retried_more_than_once: "chains", tool_calls: "calls" };
+export const IDENTIFYING = ["status_code", "attempt", "max_attempt", "status", "#"];
+export function unitOfColumn(name) {
+  if (/_usd$|^cost/.test(name)) return "currencyUSD";
+  if (/_ms$/.test(name)) return "ms";
+  if (/_s$/.test(name)) return "s";
+  if (/tokens/.test(name)) return "tokens";
+  if (/ratio$|_rate$|_share$/.test(name)) return "percentunit";
+  if (COUNT_NAMES[name]) return `count:${COUNT_NAMES[name]}`;
+  const noun = COUNT_NOUNS.find((w) => name.split("_").includes(w));
+  return noun ? `count:${noun}` : "short";
+}
+
+// The explain analyses' before/after of one driver, in that driver's unit (the board's table and the page).
+export const DRIVER_UNITS = {
+  volume: (v) => fmt(v, "count:calls"),
+  mix: (v) => v === null ? "–" : `${(v * 100).toFixed(0)}% of calls`,
+  input_tokens_per_call: (v) => fmt(v, "tokens") + "/call",
+  output_tokens_per_call: (v) => fmt(v, "tokens") + "/call",
+  cache_hit_ratio: (v) => v === null ? "–" : `${(v * 100).toFixed(0)}% cached`,
+  unit_price: (v) => v === null ? "–" : `${usd(v)}/Mtok`,
+  modality_mix: (v) => v === null ? "–" : `×${v.toFixed(2)} text rate`,
+  tool_calls: (v) => v === null ? "–" : `${usd(v)}/call in tool fees`,
+  new: (v) => usd(v), gone: (v) => usd(v), total: (v) => usd(v),
+  retries: (v) => fmt(v, "count:calls"),
+};
 
 // -- time: the store keeps UTC, the viewer shows UTC and says so ------------------------------------------------
 export const parseTime = (s) => typeof s === "number" ? s * 1000 : Date.parse(String(s).replace(" ", "T") + "Z");

@@ -4,6 +4,7 @@
 import { el, exact, facts, fmt, parseTime, usd, utc } from "../dom.js";
 import { api } from "../api.js";
 import { hideTip, showTip } from "../charts.js";
+import { placeLabels, textWidth } from "../scales.js";
 
 const n = (v) => (v === null || v === undefined || v === "" ? null : Number(v));
 
@@ -37,7 +38,7 @@ function shape(c) {
   ];
   for (const [k, v] of rows) {
     const tr = el("tr");
-    tr.append(el("td", {}, k), el("td", { class: "num" }, fmt(v)));
+    tr.append(el("td", {}, k), el("td", { class: "num" }, fmt(v, "tokens")));
     tokens.append(tr);
   }
   const savings = n(c.uncached_input_cost_usd) !== null && n(c.input_cost_usd) !== null ? n(c.uncached_input_cost_usd) - n(c.input_cost_usd) : null;
@@ -64,7 +65,7 @@ function timeline(c) {
   const names = { headers: "TTFB (network + queue)", "first content": "prefill → first token", "last content": "decode",
     end: ttft === null ? "response body" : "after the last token" };
   const colors = { headers: "#5794f2", "first content": "#ff9830", "last content": "#73bf69", end: "#8e8e8e" };
-  const w = 900, h = 96, x = (t) => 10 + (w - 20) * (dur ? t / dur : 0);
+  const w = 900, h = 110, x = (t) => 10 + (w - 20) * (dur ? t / dur : 0);
   const svg = el("svg:svg", { width: "100%", viewBox: `0 0 ${w} ${h}`, class: "timeline", role: "img", "aria-label": "call timeline" });
   for (let i = 1; i < marks.length; i++) {
     const [name, t] = marks[i], t0 = marks[i - 1][1];
@@ -73,24 +74,32 @@ function timeline(c) {
     seg.addEventListener("mousemove", (ev) => showTip(ev, [[`${names[name]}: `, exact(t - t0, "ms")]]));
     seg.addEventListener("mouseleave", hideTip);
     svg.append(seg);
-    if (x(t) - x(t0) > 60) svg.append(el("svg:text", { x: (x(t0) + x(t)) / 2, y: 30, "text-anchor": "middle", class: "on-bar" }, fmt(t - t0, "ms")));
+    const text = fmt(t - t0, "ms");
+    if (x(t) - x(t0) > textWidth(text) + 8) {
+      svg.append(el("svg:text", { x: (x(t0) + x(t)) / 2, y: 30, "text-anchor": "middle", class: "on-bar" }, text));
+    }
   }
-  marks.forEach(([name, t], i) => {
+  // the marks' labels: above the bar, then below it, each on the first row where it overlaps nothing
+  const last = marks.length - 1, order = [0, last, ...marks.map((m, i) => i).slice(1, last)];  // the ends first
+  const labels = order.map((i) => ({ x: x(marks[i][1]), text: `${marks[i][0]}${i ? " " + fmt(marks[i][1], "ms") : ""}`,
+    anchor: i === 0 ? "start" : i === marks.length - 1 ? "end" : "middle" }));
+  const markRows = [10, 52, 64];
+  placeLabels(labels, markRows, w).forEach((row, k) => {
+    const i = order[k], [name, t] = marks[i];
     svg.append(el("svg:line", { x1: x(t), x2: x(t), y1: 12, y2: 40, class: "mark" }));
-    const anchor = i === 0 || x(t) < 80 ? "start" : i === marks.length - 1 || x(t) > w - 80 ? "end" : "middle";
-    svg.append(el("svg:text", { x: x(t), y: i % 2 ? 52 : 10, "text-anchor": anchor, "data-mark": name },
-      `${name} ${i ? fmt(t, "ms") : ""}`));
+    if (row >= 0) svg.append(el("svg:text", { x: labels[k].x0, y: markRows[row], "data-mark": name }, labels[k].text));
   });
   const p50 = n(c.itl_p50_ms), p95 = n(c.itl_p95_ms), max = n(c.itl_max_ms);
   if (p50 !== null && max) {  // the spread of the gaps between tokens, on its own scale: 0 to the longest gap
-    const x0 = 10, x1 = 310, y = 76, s = (g) => x0 + (x1 - x0) * Math.min(g / max, 1);
-    svg.append(el("svg:text", { x: x1 + 8, y: y + 3 }, "gaps between tokens (0 → longest)"));
+    const x0 = 10, x1 = 310, y = 90, s = (g) => x0 + (x1 - x0) * Math.min(g / max, 1);
     svg.append(el("svg:line", { x1: x0, x2: x1, y1: y, y2: y, class: "itl" }));
-    [["p50", p50], ["p95", p95], ["max", max]].forEach(([label, g], i) => {
-      if (g === null) return;
-      svg.append(el("svg:line", { x1: s(g), x2: s(g), y1: y - 4, y2: y + 4, class: "itl", "data-itl": label }));
-      svg.append(el("svg:text", { x: s(g), y: i === 1 ? y - 6 : y + 13, "text-anchor": i === 2 ? "end" : "middle" },
-        `${label} ${fmt(g, "ms")}`));
+    const gaps = [["p50", p50], ["p95", p95], ["max", max]].filter(([, g]) => g !== null);
+    svg.append(el("svg:text", { x: x1 + 8, y: y + 3 }, "gaps between tokens (0 → longest)"));
+    const itl = gaps.map(([label, g]) => ({ x: s(g), text: `${label} ${fmt(g, "ms")}`, anchor: label === "max" ? "end" : "middle" }));
+    const itlRows = [y + 13, y - 6];
+    placeLabels(itl, itlRows, x1 + 4).forEach((row, k) => {  // never past the scale's end (its caption is there)
+      svg.append(el("svg:line", { x1: itl[k].x, x2: itl[k].x, y1: y - 4, y2: y + 4, class: "itl", "data-itl": gaps[k][0] }));
+      if (row >= 0) svg.append(el("svg:text", { x: itl[k].x0, y: itlRows[row] }, itl[k].text));
     });
   }
   const legend = facts([
@@ -151,7 +160,7 @@ export async function callPage(page, params) {
   const links = el("div", { class: "links" });
   links.append(el("a", { href: data.links.trace }, "span attributes"));
   if (data.links.grafana) links.append(el("a", { href: data.links.grafana, rel: "noopener noreferrer", target: "_blank" }, "Grafana trace view"));
-  if (c.session_id) links.append(el("a", { href: `#session?session_id=${encodeURIComponent(c.session_id)}` }, `session (${data.session_calls} calls)`));
+  if (c.session_id) links.append(el("a", { href: `#session?session_id=${encodeURIComponent(c.session_id)}` }, `session (${fmt(data.session_calls, "count:calls")})`));
   page.append(el("h2", {}, `${c.operation || "call"} ${c.request_model} · ${c.outcome}`), links);
   const grid = el("div", { class: "cards" });
   grid.append(card("Identity", identity(c)), card("Shape", ...shape(c)), card("Outcome", ...outcome(c)));

@@ -35,11 +35,13 @@ export async function sessionPage(page, params) {
   for (const [k, v, title] of [
     ["calls", String(s.calls)], ["cost", usd(s.cost_usd), exact(s.cost_usd, "currencyUSD")],
     ["elapsed", fmt(s.elapsed_ms, "ms")], ["time in LLM calls", fmt(s.llm_time_ms, "ms")],
-    ["tokens in / out", `${fmt(s.input_tokens)} / ${fmt(s.output_tokens)}`],
+    ["tokens in / out", `${fmt(s.input_tokens, "tokens")} / ${fmt(s.output_tokens, "tokens")}`],
     ["cache hits / misses", `${s.cache_hits} / ${s.cache_misses}`, s.cache_miss_cost_usd ? `misses cost ${usd(s.cache_miss_cost_usd)} over a warm cache` : ""],
     ["retries", String(s.retries)], ["errors", String(s.errors)],
   ]) {
-    const t = el("div", { class: "tile", "data-tile": k, title: title || v });
+    // a colour only where it means something: errors red, retries amber, when there are any
+    const tone = k === "errors" && s.errors > 0 ? "bad" : k === "retries" && s.retries > 0 ? "warn" : "";
+    const t = el("div", { class: `tile ${tone}`.trim(), "data-tile": k, title: title || v });
     t.append(el("div", { class: "tile-value" }, v), el("div", { class: "tile-label" }, k));
     tiles.append(t);
   }
@@ -58,12 +60,15 @@ export async function sessionPage(page, params) {
     tr.append(el("td", { class: "num" }, String(i + 1)), time, el("td", { class: "num" }, fmt(r.elapsed_ms, "ms")),
       el("td", {}, r.request_model), el("td", {}, r.feature || "–"),
       el("td", {}, r.error_type ? `${r.outcome}: ${r.error_type}` : r.outcome), el("td", { class: "num" }, String(r.attempt)),
-      el("td", { class: "num" }, fmt(r.input_tokens)), el("td", { class: "num" }, fmt(r.output_tokens)), el("td", {}, r.cache),
+      el("td", { class: "num" }, fmt(r.input_tokens, "tokens")), el("td", { class: "num" }, fmt(r.output_tokens, "tokens")),
+      el("td", {}, r.cache),
       el("td", { class: "num", title: exact(r.cost_usd, "currencyUSD") }, r.cost_usd === null ? "–" : usd(Number(r.cost_usd))),
       el("td", { class: "num", "data-col": "cost_total", title: exact(r.cost_total_usd, "currencyUSD") }, usd(Number(r.cost_total_usd))),
       el("td", { class: "num" }, fmt(r.duration_ms, "ms")), el("td", { class: "num" }, fmt(r.llm_time_total_ms, "ms")));
     t.append(tr);
   });
-  page.append(t);
+  const scroll = el("div", { class: "scroll card" });
+  scroll.append(t);
+  page.append(scroll);
   if (data.truncated) page.append(el("div", { class: "empty" }, "the first 2000 calls of the session"));
 }
