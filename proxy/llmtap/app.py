@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -31,10 +32,11 @@ from .intercept.ca import ca_dir, client_bundle, ensure_ca, upstream_bundle
 from .intercept.routing import allow_host_patterns
 from .intercept.worker import WorkerSettings
 from .pipeline import Enricher, Expander, Pipeline, RecordSink
-from .startup import DataDirLock, bind_listener, check_port, prepare_data_dir, store_id
+from .startup import DataDirLock, bind_listener, check_port, prepare_data_dir, store_id, store_identity
 from .store import Backend, StoreSink, open_backend, rowbinary
 from .store.engine import INGEST_INTERVAL_S, INGEST_ROWS, EngineClient
 from .store.spool import Spool, json_line_converter
+from .store.url import check_store_url
 from .store.writer import StoreWriter
 from .telemetry import (
     CacheMissAnalyzer,
@@ -122,12 +124,10 @@ class Sidecar:
             "open_websockets": w.get("open_websockets", 0),
             "event_loop_tasks": w.get("event_loop_tasks"),
             "workers": w.get("workers", 0),
+            "capture_mode": self.cfg.mode.kind,
         }
-        self.metrics.client_connections.set(w.get("client_connections", 0))
         if self.writer is not None:
             queued = self.writer.queued()
-            self.metrics.store_queue.set(queued)
-            self.metrics.spool_bytes.set(self.writer.spool.total_bytes())
             h.update(store_queue=queued, store_ok=self.writer.store_ok(), records_written=self.writer.written)
             if not self.writer.ok():
                 h["store_error"] = self.writer.last_error
@@ -178,9 +178,22 @@ def _analysis(cfg: RunConfig, metrics: Metrics, prices: list[Any]) -> tuple[list
     return enrichers, [BatchExpander()]
 
 
+def check_flags(cfg: RunConfig) -> None:
+    """The store URLs, the files the flags name, and a sidecar with somewhere to send its records."""
+    check_store_url(cfg.store, cfg.read_store)
+    if cfg.upstream_ca and not Path(cfg.upstream_ca).is_file():
+        raise ConfigError(f"--upstream-ca: no such file: {cfg.upstream_ca}")
+    if cfg.store.strip().lower() == "none" and not (cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint):
+        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
+
+
 def build(cfg: RunConfig) -> Sidecar:
+    """Every flag, URL and file the flags name is checked before a port is bound or the data dir locked: a
+    bad value is what the sidecar reports, not a port another process holds."""
     check_exposure(cfg)
     check_alerts(cfg)
+    check_flags(cfg)
+    prices = load_price_file(cfg.prices) if cfg.prices else []
     prepare_data_dir(cfg.data_dir)
     lock = DataDirLock(cfg.data_dir)
     lock.acquire(cfg.listen, cfg.admin, cfg.store)  # one sidecar per data dir, named for the read commands
@@ -188,7 +201,7 @@ def build(cfg: RunConfig) -> Sidecar:
     try:
         listener = bind_listener("--listen", *cfg.listen)  # the workers share it
         check_port("--admin", *cfg.admin)
-        sc = _build(cfg)
+        sc = _build(cfg, prices)
     except BaseException:
         if listener is not None:
             listener.close()
@@ -198,11 +211,7 @@ def build(cfg: RunConfig) -> Sidecar:
     return sc
 
 
-def _build(cfg: RunConfig) -> Sidecar:
-    otlp = cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint
-    if cfg.store.strip().lower() == "none" and not otlp:
-        raise ConfigError("--store none needs an OTLP endpoint (--otlp-endpoint): records would go nowhere")
-    prices = load_price_file(cfg.prices) if cfg.prices else []
+def _build(cfg: RunConfig, prices: list[Any]) -> Sidecar:
     ensure_ca(cfg.data_dir)
     client_bundle(cfg.data_dir)  # what `llmtap env` points clients at
     upstream = upstream_bundle(cfg.data_dir, cfg.upstream_ca) if cfg.upstream_ca else None
@@ -249,8 +258,12 @@ def _assemble(
             quarantine_dir=cfg.data_dir / "quarantine",
             on_drop=dropped,
             on_error=lambda reason: metrics.store_errors.labels(reason).inc(),
+            where=store_identity(cfg.store),
         )
         sinks.append(StoreSink(writer, resource))
+        # Read when scraped: /metrics tells the truth with nothing polling /healthz (the alert rules use them).
+        metrics.store_queue.set_function(writer.queued)
+        metrics.spool_bytes.set_function(writer.spool.total_bytes)
     sinks += [MetricsSink(metrics), LogSink()]
     if cfg.otlp_endpoint or cfg.env.otlp.traces_endpoint:
         from .telemetry.spans import SpanSink, otlp_exporter
@@ -264,8 +277,24 @@ def _assemble(
         log.warning("side parser failed for a %s call (traffic unaffected): %s", api, e)
 
     fingerprinter = Fingerprinter.from_data_dir(cfg.data_dir)
-    recorder = Recorder(pipeline.process, fingerprinter, cfg.service, make_adapter, parse_error)
+    recorder = Recorder(
+        pipeline.process, fingerprinter, cfg.service, make_adapter, parse_error, cfg.ws_max_message_mb << 20,
+        capture_mode=cfg.mode.kind,
+    )  # fmt: skip
     return Sidecar(cfg, metrics, backend, writer, pipeline, recorder, upstream)
+
+
+def mitmproxy_mode(cfg: RunConfig) -> str:
+    """``--mode`` as mitmproxy spells it; local mode leaves the sidecar's own processes alone (mitmproxy
+    excludes the worker itself; the supervisor's exports and store writes are excluded here)."""
+    if cfg.mode.kind != "local":
+        return cfg.mode.kind
+    return f"local:{','.join(filter(None, (cfg.mode.processes, f'!{os.getpid()}')))}"
+
+
+def worker_count(cfg: RunConfig) -> int:
+    """``--workers``; local mode runs one (mitmproxy starts one redirector per machine, not per process)."""
+    return 1 if cfg.mode.kind == "local" else cfg.workers or default_workers()
 
 
 def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings:
@@ -274,6 +303,7 @@ def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings
         listen=cfg.listen,
         confdir=str(ca_dir(cfg.data_dir)),
         allow_hosts=allow_host_patterns(cfg.intercept),
+        mode=mitmproxy_mode(cfg),
         intercept=cfg.intercept,
         upstream_bundle=str(sc.upstream) if sc.upstream else "",
         proxy_auth=cfg.proxy_auth,
@@ -285,23 +315,34 @@ def worker_settings(cfg: RunConfig, sc: Sidecar, workers: int) -> WorkerSettings
         log_level=cfg.log_level,
         log_format=cfg.log_format,
         event_loop=cfg.env.event_loop,
+        ws_max_message=cfg.ws_max_message_mb << 20,
+        ws_max_inflate=cfg.ws_max_inflate_mb << 20,
     )
 
 
 async def supervise(cfg: RunConfig, sc: Sidecar, announce: Callable[[], None]) -> None:
-    """Start the proxy workers, record what they hand off until SIGTERM/SIGINT, then drain them."""
+    """Start the proxy workers, record what they hand off until SIGTERM/SIGINT (or a worker that cannot go
+    on: local mode's redirector gave up), then drain them."""
     assert sc.listener is not None
-    count = cfg.workers or default_workers()
+    count = worker_count(cfg)
+    stop = asyncio.Event()
+    fatal: list[str] = []
+
+    def gave_up(why: str) -> None:
+        fatal.append(why)
+        stop.set()
+
     workers = Workers(
         worker_settings(cfg, sc, count),
         count,
         sc.listener,
         sc.recorder,
         on_dropped=lambda reason, n: sc.metrics.client_dropped.labels(reason).inc(n),
+        on_fatal=gave_up,
     )
     sc.workers = workers
+    sc.metrics.client_connections.set_function(lambda: workers.health()["client_connections"])
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
     cutting: list[asyncio.Task[None]] = []
 
     def signalled() -> None:
@@ -317,6 +358,8 @@ async def supervise(cfg: RunConfig, sc: Sidecar, announce: Callable[[], None]) -
     log.info("draining the proxy workers")
     sc.listener.close()  # the workers' copies close as they drain: then the port refuses connections
     await workers.stop()
+    if fatal:
+        raise StartupError(fatal[0])
 
 
 def run(cfg: RunConfig) -> int:
@@ -342,7 +385,7 @@ def run(cfg: RunConfig) -> int:
 
         def announce() -> None:
             print(
-                f"llmtap {__version__}: proxy on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
+                f"llmtap {__version__}: proxy ({cfg.mode}) on {cfg.listen[0]}:{cfg.listen[1]}, admin on "
                 f"http://{cfg.admin[0]}:{cfg.admin[1]}, data in {cfg.data_dir}",
                 file=sys.stderr,
                 flush=True,

@@ -24,6 +24,7 @@ from .durations import parse_duration
 from .errors import UsageError
 from .options import (
     Address,
+    ProxyMode,
     address,
     connect_to,
     duration,
@@ -33,6 +34,7 @@ from .options import (
     items,
     option,
     optional_path,
+    proxy_mode,
     show_address,
     show_duration,
     show_path,
@@ -132,9 +134,10 @@ def _pairs(text: str) -> dict[str, str]:
 
 
 def library_environment(cfg: RunConfig) -> None:
-    """What libraries that read the environment themselves need: tiktoken's cache in the data dir
-    (``TIKTOKEN_CACHE_DIR``, unless the user set it). Called once, when the sidecar starts."""
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cfg.tiktoken_cache))
+    """What libraries that read the environment themselves need: tiktoken's cache (``TIKTOKEN_CACHE_DIR``),
+    the data dir's unless the user set one (:attr:`RunConfig.tiktoken_cache`: the estimator seeds that one with
+    the shipped encodings). Called once, when the sidecar starts."""
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cfg.tiktoken_cache)
 
 
 # -- llmtap run ---------------------------------------------------------------------------------------
@@ -152,6 +155,13 @@ class RunConfig:
     order); ``env`` is the rest of the environment. Built by :meth:`from_flags`."""
 
     listen: Address = option(("127.0.0.1", 8080), "proxy address HOST:PORT", parse=address, show=show_address)
+    mode: ProxyMode = option(
+        ProxyMode(),
+        "how clients reach the proxy: regular (HTTPS_PROXY, base URL), transparent (connections redirected by "
+        "`llmtap netfilter apply`), local[:PROCESS] (mitmproxy's eBPF redirector, where the kernel loads it)",
+        parse=proxy_mode,
+        metavar="MODE",
+    )
     admin: Address = option(("127.0.0.1", 9464), "admin HTTP address HOST:PORT", parse=address, show=show_address)
     data_dir: Path = option(DEFAULT_DATA_DIR, "CA, embedded store, spool", parse=data_dir, show=show_path)
     store: str = option(
@@ -226,6 +236,17 @@ class RunConfig:
         parse=duration(),
         show=show_duration,
     )
+    ws_max_message_mb: int = option(
+        8,
+        "MiB of one WebSocket message parsed (after permessage-deflate); a longer one is relayed untouched, not parsed",
+        parse=whole(1, " MiB"),
+    )
+    ws_max_inflate_mb: int = option(
+        64,
+        "MiB of one compressed WebSocket message inflated to keep reading its socket; past it the socket is relayed "
+        "unread and its calls in flight are booked with the reason",
+        parse=whole(1, " MiB"),
+    )
     prices: Path | None = option(None, "price file (JSON/TOML) overriding genai-prices", parse=optional_path)
     content_retention_days: int = option(7, "days captured content is kept (llm_content TTL)", parse=whole(0))
     traces_retention_days: int = option(0, "days otel_traces rows are kept, 0 = forever", parse=whole(0))
@@ -266,8 +287,9 @@ class RunConfig:
 
     @property
     def tiktoken_cache(self) -> Path:
-        """Where tiktoken keeps the encodings it fetched (:mod:`llmtap.capture.estimate`)."""
-        return self.data_dir / "tiktoken"
+        """tiktoken's cache: ``TIKTOKEN_CACHE_DIR`` when the user set one, else ``<data-dir>/tiktoken``; seeded
+        with the encodings the package ships (:mod:`llmtap.capture.estimate`)."""
+        return Path(self.env.variables.get("TIKTOKEN_CACHE_DIR") or self.data_dir / "tiktoken")
 
 
 def _secret(value: str, path: Path | None, flag: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from .durations import parse_duration
 from .errors import UsageError
+from .record import CaptureMode
 
 Address = tuple[str, int]
 ENV_PREFIX = "LLMTAP_"
@@ -108,6 +109,30 @@ def connect_to(text: str) -> tuple[Address, Address]:
     if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
         raise ValueError(f"takes HOST:PORT:ADDR:PORT, got {text!r}")
     return (parts[0].lower(), int(parts[1])), (parts[2], int(parts[3]))
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyMode:
+    """``--mode``: how clients reach the proxy. ``regular``: ``HTTPS_PROXY`` (CONNECT) and base-URL requests;
+    ``transparent``: connections redirected to the listener by netfilter rules (``llmtap netfilter apply``),
+    their destination read from the kernel (``SO_ORIGINAL_DST``); ``local[:PROCESS]``: mitmproxy's eBPF
+    redirector captures this machine's processes (all, or those named), where the kernel loads it."""
+
+    kind: CaptureMode = "regular"
+    processes: str = ""  # local mode: mitmproxy's process spec (names or pids, comma-separated; ``!`` excludes)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.processes}" if self.processes else self.kind
+
+
+def proxy_mode(text: str) -> ProxyMode:
+    """``regular``, ``transparent``, ``local`` or ``local:PROCESS[,PROCESS...]``."""
+    kind, sep, rest = text.strip().partition(":")
+    if kind in ("regular", "transparent") and not sep:
+        return ProxyMode(kind)  # type: ignore[arg-type]
+    if kind == "local" and (rest.strip() or not sep):
+        return ProxyMode("local", rest.strip())
+    raise ValueError(f"takes regular, transparent or local[:PROCESS], got {text!r}")
 
 
 # -- a flag, declared on its field ----------------------------------------------------------------

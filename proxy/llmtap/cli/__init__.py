@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     try:
         return int(args.func(args, env))
     except LlmtapError as e:
-        print(f"llmtap {args.command}: {e}", file=sys.stderr)
+        from .terminal import one_line
+
+        print(one_line(f"llmtap {args.command}: {e}"), file=sys.stderr)  # messages quote stored values
         return 2
     except BrokenPipeError:  # `llmtap ... | head`: the reader went away, which is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

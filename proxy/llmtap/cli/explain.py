@@ -14,6 +14,7 @@ from ..config import Environment
 from ..errors import LlmtapError, UsageError
 from .parser import GROUP_CHOICES, Commands
 from .query import StoreReader
+from .terminal import escape
 
 
 def _periods(args: argparse.Namespace) -> Periods:
@@ -38,7 +39,7 @@ def _emit(res: dict[str, object], fmt: str, text: str) -> None:
         json.dump(res, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(text)
+        print(escape(text))  # keys are stored values: no control character reaches the terminal
 
 
 def cmd_explain_cost(args: argparse.Namespace, env: Environment) -> int:

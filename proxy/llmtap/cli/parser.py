@@ -14,7 +14,9 @@ Option groups shared by several commands are parent parsers (as mitmproxy's
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -45,6 +47,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
+    def unrecognized(self, extras: Sequence[str]) -> str:
+        """What to say about arguments this command does not take: the flag it likely meant, if any."""
+        first = extras[0]
+        if not first.startswith("-"):
+            return f"unexpected argument {first!r}"
+        name = first.split("=", 1)[0]
+        known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        return f"unknown flag {name}" + (f": did you mean {close[0]}?" if close else "")
+
 
 def number(
     flag: str, kind: type, minimum: float, unit: str = "", env: Environment | None = None
@@ -69,15 +81,22 @@ def number(
 
 
 def threshold(text: str) -> float:
-    """``20%`` or ``0.2`` → 0.2."""
+    """``20%`` or ``0.2`` → 0.2. A bare number above 1 is refused: ``20`` could mean 20 % or +2000 %, and a cost
+    gate that silently takes the second lets a +58 % regression through."""
     t = text.strip()
     try:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-        if math.isfinite(value) and value >= 0:
-            return value
+        ok = math.isfinite(value) and value >= 0
     except ValueError:
-        pass
-    raise argparse.ArgumentTypeError(f"expected a percentage like 20% or a fraction like 0.2, got {text!r}")
+        ok = False
+    if ok and not t.endswith("%") and value > 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is ambiguous: write a percentage ({t}%) or a fraction ({value / 100:g}); a bare number is "
+            "a fraction and must be at most 1"
+        )
+    if not ok:
+        raise argparse.ArgumentTypeError(f"expected a percentage like 20% or a fraction like 0.2, got {text!r}")
+    return value
 
 
 def addr(spec: str, what: str) -> tuple[str, int]:
@@ -162,20 +181,36 @@ class Commands:
 
 
 class RootParser(Parser):
-    """The ``llmtap`` parser; :attr:`env_vars` names every ``LLMTAP_<FLAG>`` its flags read."""
+    """The ``llmtap`` parser; :attr:`env_vars` names every ``LLMTAP_<FLAG>`` its flags read. An argument a
+    command does not take is reported by that command's parser (``llmtap run: unknown flag --lisen: did you
+    mean --listen?``), not the root's."""
 
     env_vars: frozenset[str] = frozenset()
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        names = subcommands(self)
+        if argv and not argv[0].startswith("-") and argv[0] not in names:
+            close = difflib.get_close_matches(argv[0], list(names), n=1, cutoff=0.6)
+            self.error(f"unknown command {argv[0]!r}" + (f": did you mean {close[0]}?" if close else ""))
+        ns, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            sub = subcommands(self).get(str(getattr(ns, "command", "") or ""))
+            parser = sub if isinstance(sub, Parser) else self
+            parser.error(parser.unrecognized(extras))
+        return ns
 
 
 def build_parser(env: Environment | None = None) -> RootParser:
     """Every command's parser, bound to its function; flag defaults from ``env`` (default: this process's)."""
-    from . import execcmd, explain, query, reconcile, tools
+    from . import execcmd, explain, netfilter, query, reconcile, tools
 
     root = RootParser(prog="llmtap", description="Observability sidecar for LLM API traffic.")
     root.add_argument("--version", action="version", version=f"llmtap {__version__}")
     commands = Commands(root, env if env is not None else Environment.read())
-    for register in (tools.register, query.register, explain.register, reconcile.register, execcmd.register):
-        register(commands)
+    registers = (tools, query, explain, reconcile, execcmd, netfilter)
+    for module in registers:
+        module.register(commands)
     root.env_vars = frozenset(commands.env_vars)
     return root
 

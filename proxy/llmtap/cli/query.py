@@ -24,9 +24,11 @@ from typing import Any
 from ..admin.queries import cost_regression_sql, report_sql
 from ..config import Environment
 from ..durations import parse_duration
-from ..startup import read_lock, store_id
+from ..startup import read_lock, store_id, store_identity
+from ..store.clickhouse import failure_text
 from ..store.readonly import QueryLimits
 from .parser import DEFAULT_DATA_DIR, EXIT_NOTHING_TO_COMPARE, GROUP_CHOICES, Commands, addr, fail, number, threshold
+from .terminal import one_line, safe_bytes
 
 
 def register(commands: Commands) -> None:
@@ -186,8 +188,7 @@ class StoreReader:
         except QueryRefused as e:
             fail(f"refused: {e}")
         except Exception as e:
-            text = str(e).strip()
-            fail(f"query failed: {text.splitlines()[0] if text else type(e).__name__}")
+            fail(f"{store_identity(src.store)}: query failed: {failure_text(e)}")
         finally:
             backend.close()
 
@@ -232,8 +233,10 @@ def duration_s(text: str, what: str) -> int:
 
 
 def cmd_sql(args: argparse.Namespace, env: Environment) -> int:
-    fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSVWithNames")
-    sys.stdout.buffer.write(StoreReader.from_args(args, env).run(args.query, fmt))
+    tty = sys.stdout.isatty()
+    fmt = args.format or ("PrettyCompact" if tty else "TSVWithNames")
+    out = StoreReader.from_args(args, env).run(args.query, fmt)
+    sys.stdout.buffer.write(safe_bytes(out) if tty else out)  # a terminal gets no control character
     return 0
 
 
@@ -309,6 +312,8 @@ def _nothing_to_compare(
 
 
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain text table; every cell on one line, control characters escaped (:mod:`.terminal`)."""
+    rows = [[one_line(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
@@ -323,6 +328,7 @@ def cmd_report(args: argparse.Namespace, env: Environment) -> int:
     errs = reader.rows(sql["errors"])
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     # On a terminal, its width; otherwise (a pipe, a file, CI logs) never cut: as wide as the rows need.
     console = Console() if sys.stdout.isatty() else Console(width=shutil.get_terminal_size((10_000, 24)).columns)
@@ -335,8 +341,8 @@ def cmd_report(args: argparse.Namespace, env: Environment) -> int:
         t = Table(title=title)
         for c in cols:
             t.add_column(c, justify="right" if isinstance(rows[0][c], (int, float)) else "left", no_wrap=True)
-        for r in rows:
-            t.add_row(*("-" if r[c] is None else str(r[c]) for c in cols))
+        for r in rows:  # values as Text: no rich markup ([link=…]), no control character
+            t.add_row(*(Text("-" if r[c] is None else one_line(str(r[c]))) for c in cols))
         console.print(t)
 
     show(f"llmtap: last {args.since}", [total])

@@ -1,7 +1,8 @@
 """``llmtap reconcile``: what llmtap tracked against what the provider billed, per day and model.
 
 The billed side is the provider's own cost report, read from a file (``--costs``: the JSON the API
-returns, one page or a list of pages) or fetched with an admin key (``--admin-key``, every page):
+returns, one page or a list of pages) or fetched with an admin key (``--admin-key-file FILE`` or
+``LLMTAP_ADMIN_KEY``, every page; ``--admin-key KEY`` works too, but ``ps`` shows it):
 
 - OpenAI ``GET /v1/organization/costs`` (``bucket_width=1d``, ``group_by=line_item``): pages
   ``{"object": "page", "data": [bucket], "has_more", "next_page"}``, each bucket ``{"start_time",
@@ -37,8 +38,11 @@ from typing import Any
 from ..admin.queries import tracked_cost_sql
 from ..config import Environment
 from ..errors import LlmtapError
+from ..options import env_name
 from .parser import Commands
 from .query import StoreReader, duration_s, format_table
+
+ADMIN_KEY_VAR = env_name("--admin-key")  # the key from the environment: not on a command line ps shows
 
 ALL = "(all models)"
 NO_DATA = 3
@@ -184,12 +188,15 @@ def cmd_reconcile(args: argparse.Namespace, env: Environment) -> int:
         except (OSError, ValueError) as e:
             raise ReportError(f"cannot read {args.costs}: {e}") from None
         billed = PARSERS[args.provider](doc)
-    elif args.admin_key:
-        billed = PARSERS[args.provider](fetch(args.provider, args.admin_key, since, args.costs_url))
+    elif key := admin_key(args, env):
+        billed = PARSERS[args.provider](fetch(args.provider, key, since, args.costs_url))
     else:
-        raise ReportError("give the cost report: --costs FILE, or --admin-key KEY to fetch it")
+        raise ReportError(
+            f"give the cost report: --costs FILE, or an admin key to fetch it (--admin-key-file FILE or "
+            f"{ADMIN_KEY_VAR})"
+        )
     if not billed.usd:
-        print(f"llmtap: reconcile: the {args.provider} cost report has no costs in it", file=sys.stderr)
+        print(f"llmtap reconcile: the {args.provider} cost report has no costs in it", file=sys.stderr)
         return NO_DATA
     tracked = StoreReader.from_args(args, env).rows(
         tracked_cost_sql(PROVIDERS[args.provider], billed.start, billed.end)
@@ -226,16 +233,34 @@ def cmd_reconcile(args: argparse.Namespace, env: Environment) -> int:
         rate = f"{total_t / total_b:.1%}" if total_b > 0 else "-"
         print(f"total: tracked {total_t:.4f} USD, billed {total_b:.4f} USD, capture {rate}")
     if total_b <= 0:
-        print("llmtap: reconcile: nothing billed to compare with", file=sys.stderr)
+        print("llmtap reconcile: nothing billed to compare with", file=sys.stderr)
         return NO_DATA
     if total_t / total_b < args.min_capture:
         print(
-            f"llmtap: reconcile: capture {total_t / total_b:.1%} is below --min-capture {args.min_capture:.0%}: "
+            f"llmtap reconcile: capture {total_t / total_b:.1%} is below --min-capture {args.min_capture:.0%}: "
             "traffic that does not pass through llmtap, or stale prices",
             file=sys.stderr,
         )
         return 1
     return 0
+
+
+def admin_key(args: argparse.Namespace, env: Environment) -> str:
+    """The provider admin key: from ``--admin-key-file`` or ``LLMTAP_ADMIN_KEY`` (``--admin-key KEY`` works, with a
+    warning: every local user sees a command line in ``ps``)."""
+    if args.admin_key_file:
+        try:
+            return Path(args.admin_key_file).read_text().strip()
+        except OSError as e:
+            raise ReportError(f"--admin-key-file {args.admin_key_file}: cannot read it ({e.strerror})") from None
+    key = str(args.admin_key or "")
+    if key and key != env.get(ADMIN_KEY_VAR, ""):
+        print(
+            "llmtap reconcile: --admin-key on the command line is visible to every local user (ps): "
+            f"use --admin-key-file FILE or {ADMIN_KEY_VAR}",
+            file=sys.stderr,
+        )
+    return key
 
 
 def register(commands: Commands) -> None:
@@ -248,8 +273,15 @@ def register(commands: Commands) -> None:
     provider = commands.flag(p, "--provider", choices=tuple(PROVIDERS))
     provider.required = not provider.default
     commands.flag(p, "--costs", "", metavar="FILE", help="the provider's cost report (JSON: a page or pages)")
-    commands.flag(p, "--admin-key", "", help="fetch the cost report with this admin key (every page)")
+    commands.flag(
+        p,
+        "--admin-key-file",
+        "",
+        metavar="FILE",
+        help=f"fetch the cost report with the admin key in FILE (every page); or ${ADMIN_KEY_VAR}",
+    )
+    commands.flag(p, "--admin-key", "", help="the admin key itself (visible in ps: prefer the file or the variable)")
     commands.flag(p, "--costs-url", "", help=argparse.SUPPRESS)  # another endpoint (a gateway)
-    commands.flag(p, "--since", "30d", help="with --admin-key: how far back to fetch (e.g. 30d)")
+    commands.flag(p, "--since", "30d", help="with an admin key: how far back to fetch (e.g. 30d)")
     commands.flag(p, "--min-capture", 0.9, type=float, help="exit 1 when tracked/billed is below")
     p.add_argument("--format", choices=("text", "json"), default="text")

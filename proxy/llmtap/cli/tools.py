@@ -51,46 +51,49 @@ def cmd_run(args: argparse.Namespace, env: Environment) -> int:
 
 
 def cmd_schema(args: argparse.Namespace, env: Environment) -> int:
+    """Print the schema, or (``--apply``) bring a server store to it: created where missing, upgraded in place
+    from any earlier release's schema (:func:`llmtap.store.schema.apply_schema`), rows untouched."""
     from ..store import cluster_statements, schema_statements
 
     try:
         stmts = cluster_statements(args.db, args.cluster) if args.cluster else schema_statements(args.db)
     except ValueError as e:
-        print(f"llmtap: {e}", file=sys.stderr)
-        return 2
+        fail(str(e))
     if not args.apply:
         print(";\n\n".join(stmts) + ";")
         return 0
     if not args.store or not args.store.startswith(("clickhouse://", "clickhouses://")):
-        print("llmtap: --apply needs --store clickhouse://user:pass@host:8123/db", file=sys.stderr)
-        return 2
-    import clickhouse_connect
-
-    from ..store.clickhouse import ClickHouseURLError, parse_url
+        fail("--apply needs --store clickhouse://user:pass@host:8123/db")
+    from ..startup import store_identity
+    from ..store.clickhouse import ClickHouseURLError, connect_client, failure_text, parse_url
+    from ..store.schema import SCHEMA_VERSION, apply_schema
 
     try:
         cfg = parse_url(args.store)
     except ClickHouseURLError as e:
         fail(str(e))
+    where = store_identity(args.store)
+    db = args.db if args.db != "llmtap" else cfg["database"]  # the URL's database unless --db names one
     deadline = time.monotonic() + 60
     while True:
         try:
-            client = clickhouse_connect.get_client(
-                host=cfg["host"],
-                port=cfg["port"],
-                username=cfg["username"],
-                password=cfg["password"],
-                secure=cfg["secure"],
-            )
+            client = connect_client(cfg, None, 5.0, 300)
             break
         except Exception as e:
             if time.monotonic() > deadline:
-                print(f"llmtap: cannot reach {cfg['host']}:{cfg['port']}: {e}", file=sys.stderr)
-                return 1
+                fail(f"{where}: {failure_text(e)}")
             time.sleep(1)
-    for stmt in stmts:
-        client.command(stmt)
-    print(f"llmtap: applied {len(stmts)} statements to {cfg['host']}:{cfg['port']}", file=sys.stderr)
+    try:
+        if args.cluster:  # the cluster form creates what is missing; see docs/deploy.md for its upgrades
+            for stmt in stmts:
+                client.command(stmt)
+            print(f"llmtap schema: applied {len(stmts)} statements to {where}", file=sys.stderr)
+            return 0
+        upgraded = apply_schema(client.command, client.command, db)
+    except Exception as e:
+        fail(f"{where}: {failure_text(e)}")
+    done = "upgraded to" if upgraded else "already at"
+    print(f"llmtap schema: database {db} on {where} {done} schema version {SCHEMA_VERSION}", file=sys.stderr)
     return 0
 
 
