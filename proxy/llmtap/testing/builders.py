@@ -213,6 +213,8 @@ SAMPLE: dict[str, Any] = {
     "overhead_ms": 0.25,
     "batch_id": "batch_abc",
     "uncached_input_cost_usd": 0.02,
+    "server_tool_calls": {"web_search": 2, "web_fetch": 1},
+    "tool_cost_usd": 0.02,
 }
 """Realistic values for the columns; a column not named here gets one made up from its type."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import gzip
 import json
 import re
@@ -88,14 +89,19 @@ def main() -> None:
 
     from chdb import session
 
-    sess = session.Session(args.path)
-    default_db = bytes(sess.query("SELECT currentDatabase()", "TSV").bytes()).decode().strip() or "default"
-    lock = threading.Lock()
-    reader: Any = None
-    read_lock = threading.Lock()
+    def open_session(read_only: bool) -> Any:
+        s = session.Session(args.path)
+        if read_only:
+            s.query("SET readonly = 2")
+        return s
+
+    # A session is replaced after a failed query: chDB hands what a failed query had written to the next
+    # query on the same session (see llmtap.store.embedded.FreshSession), which a server never does.
+    sessions: dict[bool, Any] = {False: open_session(False)}
+    default_db = bytes(sessions[False].query("SELECT currentDatabase()", "TSV").bytes()).decode().strip() or "default"
+    locks = {False: threading.Lock(), True: threading.Lock()}
     if args.read_user:
-        reader = session.Session(args.path)
-        reader.query("SET readonly = 2")
+        sessions[True] = open_session(True)
     seen: deque[tuple[str, str]] = deque(maxlen=500)
     applied: dict[int, dict[str, str]] = {}  # per session: the URL settings in force (set for an earlier request)
 
@@ -200,11 +206,9 @@ def main() -> None:
             bound = {k[6:]: v for k, v in params.items() if k.startswith("param_")}  # escaped text, as chDB takes it
             user = self._user()
             seen.append((user, " ".join(sql.split()[:6])))
-            if reader is not None and user == args.read_user:
-                run_on, run_lock = reader, read_lock
-            else:
-                run_on, run_lock = sess, lock
-            with run_lock:
+            which = bool(args.read_user) and user == args.read_user
+            with locks[which]:
+                run_on = sessions[which]
                 try:
                     # Each request runs in its ``database`` parameter, else the user's default one, as on
                     # a server: the shared session must not carry one request's database into the next.
@@ -227,6 +231,10 @@ def main() -> None:
                         res = run_on.query(sql, fmt, params=bound) if bound else run_on.query(sql, fmt)
                         out = bytes(res.bytes()) if res is not None else b""
                 except Exception as e:
+                    applied.pop(id(run_on), None)
+                    with contextlib.suppress(Exception):
+                        run_on.close()
+                    sessions[which] = open_session(which)
                     msg = str(e)
                     code = re.search(r"Code: (\d+)", msg)
                     self._reply(

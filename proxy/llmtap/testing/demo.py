@@ -2,7 +2,8 @@
 
 Seeds a week of synthetic history (with a cost regression on one feature in the last hour),
 starts the mock provider and a sidecar that dials it for api.openai.com and api.anthropic.com,
-then sends live traffic through the proxy the way an app would (HTTPS_PROXY + the CA bundle):
+then sends live traffic through the proxy the way an app would (HTTPS_PROXY + the CA bundle, the SDKs'
+user agents, each call its own ids, a user's calls grouped in sessions like the history's):
 OpenAI and Anthropic streams and non-streams, embeddings, Responses, rate limits, a quota
 error, overloads, mid-stream errors, cancellations. Ctrl-C (or --duration) stops everything.
 
@@ -72,6 +73,7 @@ REGRESSION = synthetic.Regression("summarize", 1.6)  # planted in the last hour,
 # The live calls' sizes follow the history's (tokens → cost): input ~ lognormal around 1200 tokens.
 MEAN_OUTPUT = {m[2]: m[5] for m in synthetic.MODELS}
 MAX_EVENTS = 300  # a live stream's content events (= its output tokens), 5 ms apart
+USER_AGENTS = {"api.openai.com": "OpenAI/Python 1.109.1", "api.anthropic.com": "Anthropic/Python 0.69.0"}
 
 
 def _opener(proxy: str, bundle: Path) -> urllib.request.OpenerDirector:
@@ -85,22 +87,28 @@ def one_call(opener: urllib.request.OpenerDirector, rnd: random.Random) -> None:
     host, path, body, scenario, _ = rnd.choices(SCENARIOS, [s[4] for s in SCENARIOS])[0]
     feature = rnd.choice(synthetic.FEATURES)
     payload = {**body, "messages": [{"role": "user", "content": f"Help me {feature} this text, please."}]}
+    user = rnd.randint(1, 40)
     headers = {
         "Content-Type": "application/json",
         "Authorization": "Bearer sk-demo",
         "x-api-key": "sk-ant-demo",
         "anthropic-version": "2023-06-01",
+        "User-Agent": USER_AGENTS[host],  # the official SDKs' own: the viewer names the client
         "x-llmtap-feature": feature,
         "x-llmtap-service": rnd.choice(synthetic.SERVICES),
-        "x-llmtap-user": f"user-{rnd.randint(1, 40)}",
+        "x-llmtap-user": f"user-{user}",
+        "x-llmtap-session": synthetic.session_of(user, time.time(), rnd.randint(1, 500)),
         "x-llmtap-tenant": rnd.choice(["acme", "globex", "initech"]),
+        "x-mock-id": f"{rnd.getrandbits(48):012x}",  # each call its own request and response ids
     }
     if not scenario:  # an ordinary call: as large as the history's, and dearer for the regressed feature
         factor = REGRESSION.factor if feature == REGRESSION.feature else 1.0
         prompt = int(rnd.lognormvariate(math.log(1200), 0.8) * factor)
-        out = max(1, int(rnd.lognormvariate(math.log(MEAN_OUTPUT.get(str(body["model"]), 250)), 0.5) * factor))
         headers["x-mock-prompt-tokens"] = str(prompt)
-        headers["x-mock-events"] = str(min(out, MAX_EVENTS))
+        mean_out = MEAN_OUTPUT.get(str(body["model"]), 250)
+        if mean_out:  # embeddings have no output
+            out = max(1, int(rnd.lognormvariate(math.log(mean_out), 0.5) * factor))
+            headers["x-mock-events"] = str(min(out, MAX_EVENTS))
     cancel = scenario.endswith(":cancel")
     if scenario:
         headers["x-mock-scenario"] = scenario.split(":")[0]
@@ -167,22 +175,27 @@ def _llmtap() -> str:
     return f"{shlex.quote(sys.executable)} -m llmtap"
 
 
+def seed_history(data: Path, windows_only: bool = False) -> None:
+    """The demo's week of history (and this hour's baseline windows) in ``data``'s store: the viewer's tests
+    seed the same."""
+    synthetic.run(
+        argparse.Namespace(
+            data_dir=str(data),
+            store="",
+            calls=0 if windows_only else HISTORY_CALLS,
+            days=HISTORY_DAYS,
+            windows=WINDOW_CALLS,
+            regression=f"{REGRESSION.feature}:{REGRESSION.factor}",
+        )
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     data = Path(args.data_dir).resolve()
     seeded = (data / "store").exists()
     if not args.no_history:
-        calls = 0 if seeded else HISTORY_CALLS  # a re-run adds only this hour's baseline windows
         print(f"llmtap demo: seeding {'baseline windows' if seeded else 'a week of synthetic history'}…", flush=True)
-        synthetic.run(
-            argparse.Namespace(
-                data_dir=str(data),
-                store="",
-                calls=calls,
-                days=HISTORY_DAYS,
-                windows=WINDOW_CALLS,
-                regression=f"{REGRESSION.feature}:{REGRESSION.factor}",
-            )
-        )
+        seed_history(data, windows_only=seeded)  # a re-run adds only this hour's baseline windows
     mock = start_mock(data.parent / f"{data.name}-mock")
     listen_port = int(args.listen.rsplit(":", 1)[1])
     admin_port = int(args.admin.rsplit(":", 1)[1])

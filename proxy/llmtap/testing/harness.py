@@ -47,13 +47,17 @@ class Mock:
     ca: Path
 
     def requests(self) -> list[dict[str, Any]]:
-        return self._get("/_mock/requests")
+        return list(self._get("/_mock/requests"))
 
     def sockets(self) -> list[dict[str, Any]]:
         """The WebSockets the mock served: path, headers, and every payload received and sent."""
-        return self._get("/_mock/ws")
+        return list(self._get("/_mock/ws"))
 
-    def _get(self, path: str) -> list[dict[str, Any]]:
+    def reset(self) -> None:
+        """Empty the mock's request and WebSocket logs."""
+        self._get("/_mock/reset")
+
+    def _get(self, path: str) -> Any:
         import ssl
 
         ctx = ssl.create_default_context(cafile=str(self.ca))
@@ -61,7 +65,7 @@ class Mock:
         conn.request("GET", path)
         data = json.loads(conn.getresponse().read())
         conn.close()
-        return list(data)
+        return data
 
 
 def start_mock(cert_dir: Path, env: dict[str, str] | None = None) -> Mock:

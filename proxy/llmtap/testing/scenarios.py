@@ -1,12 +1,14 @@
 """Seeded histories with known answers, for ``explain-cost``, ``explain-latency``, the alerts and the viewer.
 
 ``explain``: eight identical days of steady traffic (the same calls at the same times of day), then a
-last day (the 24 hours before ``end``) with four planted cost drivers and one latency regression:
+last day (the 24 hours before ``end``) with six planted cost drivers and one latency regression:
 
 - ``summarize`` (claude-sonnet-4-5): output tokens per call ×2.5 (400 → 1000) since prompt_version v7;
 - ``chat`` (gpt-4o): +30% calls;
 - ``search`` (claude-sonnet-4-5): cache hit ratio collapses (80% of the input read from cache → 5%);
 - ``agent`` (claude-haiku-4-5): a new feature;
+- ``voice`` (gpt-realtime): the audio share of its tokens rises (20% → 75%), audio priced at its own rate;
+- ``research`` (claude-sonnet-4-5): web searches per call ×3 (1 → 3), each a billed server tool use;
 - ``classify`` (gpt-4o-mini): unchanged;
 - in one clock hour of the last day (the one starting 6 to 7 hours before ``end``), TTFB ×3 on
   api.openai.com, everything else unchanged.
@@ -17,15 +19,19 @@ the same windows. Costs come from the sidecar's own pricer.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..providers import ProviderName
 from ..record import CallRecord
 from ..telemetry.pricing import Pricer
+from ..telemetry.semconv import otel_traces_row
+from . import synthetic
 
 DAY = 86400
 MARGIN = 900
@@ -40,6 +46,8 @@ class Spec:
     input_tokens: int
     output_tokens: int
     cache_read_share: float = 0.0
+    audio_share: float = 0.0  # of the input and of the output tokens
+    web_searches: int = 0  # per call (server_tool_calls)
 
 
 SPECS = (
@@ -47,11 +55,15 @@ SPECS = (
     Spec("chat", "openai", "gpt-4o", 1000, 1000, 300),
     Spec("search", "anthropic", "claude-sonnet-4-5", 100, 4000, 200, cache_read_share=0.8),
     Spec("classify", "openai", "gpt-4o-mini", 600, 800, 50),
+    Spec("voice", "openai", "gpt-realtime", 80, 2000, 400, audio_share=0.2),
+    Spec("research", "anthropic", "claude-sonnet-4-5", 60, 3000, 300, web_searches=1),
 )
 NEW = Spec("agent", "anthropic", "claude-haiku-4-5", 100, 3000, 500)
 EXPECTED_ORDER = [
     ("output_tokens_per_call", "summarize"),
+    ("modality_mix", "voice"),
     ("volume", "chat"),
+    ("tool_calls", "research"),
     ("cache_hit_ratio", "search"),
     ("new", "agent"),
 ]
@@ -72,6 +84,10 @@ def _window_spec(s: Spec) -> tuple[Spec, str]:
         return Spec(s.feature, s.provider, s.model, round(s.calls * 1.3), s.input_tokens, s.output_tokens), "v1"
     if s.feature == "search":
         return Spec(s.feature, s.provider, s.model, s.calls, s.input_tokens, s.output_tokens, 0.05), "v1"
+    if s.feature == "voice":
+        return dataclasses.replace(s, audio_share=0.75), "v1"
+    if s.feature == "research":
+        return dataclasses.replace(s, web_searches=3), "v1"
     return s, "v1"
 
 
@@ -119,7 +135,7 @@ def agent_run(start: float, pricer: Pricer, calls: int = 12) -> Iterator[CallRec
             r.cache_write_tokens = tokens - r.cache_read_tokens
             if i == 0 or expired:
                 r.cache_miss_reason = "first_call" if i == 0 else "ttl_expired"
-                r.cache_miss_cost_usd = prefix * (1.0 - 0.1) / 1e6 if expired else None
+                r.cache_miss_cost_usd = prefix * (1.0 - 0.1) / 1e6 if expired else 0.0
             r.finish_reason, r.finish_reason_raw = (
                 ("stop", "end_turn") if i == calls - 1 else ("tool_calls", "tool_use")
             )
@@ -179,6 +195,9 @@ def _record(
         output_tokens=s.output_tokens,
         cache_read_tokens=round(s.input_tokens * s.cache_read_share),
         content_events=s.output_tokens,
+        input_audio_tokens=round(s.input_tokens * s.audio_share),
+        output_audio_tokens=round(s.output_tokens * s.audio_share),
+        server_tool_calls={"web_search": s.web_searches} if s.web_searches else {},
     )
     r.ttfb_ms = 150.0 * jitter[0] * ttfb_factor
     r.ttft_ms = r.ttfb_ms + 300.0 * jitter[1]
@@ -229,3 +248,44 @@ def error_burst_records(
             finish_reason="" if failed else "stop",
         )
         yield r
+
+
+# Claude Code's requests that are not model calls (issue #31): event logging and feature flags on its API host.
+OTHER_PATHS = ("/api/event_logging/v2/batch", "/api/eval/sdk-abc123")
+
+
+def other_requests(n: int, start: float, end: float, seed: int = 11) -> Iterator[CallRecord]:
+    """Requests on intercepted hosts that are not LLM calls (``api = ''``, ``operation = 'other'``, no usage):
+    a coding agent's telemetry, a quarter of it answered 404 (a mock, an endpoint that moved). Never in an LLM
+    total, an error rate or a cost: the other-requests panel shows them."""
+    rnd = random.Random(seed)
+    for _ in range(n):
+        status = 404 if rnd.random() < 0.25 else 200
+        r = CallRecord(
+            timestamp=rnd.uniform(start, end),
+            trace_id=secrets.token_hex(16),
+            span_id=secrets.token_hex(8),
+            service=rnd.choice(synthetic.SERVICES),
+            provider="anthropic",
+            api="",
+            operation="other",
+            server_address="api.anthropic.com",
+            status_code=status,
+            outcome="ok" if status == 200 else "error",
+            error_type="" if status == 200 else "not_found",
+            feature=rnd.choice(synthetic.FEATURES),
+            client_name="claude-code",
+            client_version="2.1.126",
+            usage_source="none",
+            request_bytes=rnd.randint(800, 9000),
+            response_bytes=rnd.randint(2, 200),
+        )
+        r.ttfb_ms = r.duration_ms = rnd.uniform(40, 200)
+        yield r
+
+
+def other_rows(n: int, days: float, end: float | None = None) -> Iterator[dict[str, object]]:
+    """:func:`other_requests` as ``otel_traces`` rows, over ``days`` back from ``end``."""
+    end = end or time.time()
+    for r in other_requests(n, end - days * 86400, end):
+        yield otel_traces_row(r)

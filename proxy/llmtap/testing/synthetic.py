@@ -24,6 +24,8 @@ from ..providers import ProviderName
 from ..record import Api, CacheMissReason, CallRecord, ErrorType
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
+from .callers import caller
+from .synthetic_prices import LinearPrices
 
 MODELS: list[tuple[ProviderName, Api, str, str, int, int, int]] = [
     # provider, api, request model, response model, weight, mean output tokens, ttft ms
@@ -47,6 +49,16 @@ ERRORS: list[tuple[ErrorType, int, str]] = [
 ]
 
 
+SESSION_S = (
+    7200  # a session: one of two runs of a user in a two-hour slot (~8 calls on the demo's history, up to a few dozen)
+)
+
+
+def session_of(user: int, ts: float, draw: int) -> str:
+    """A user's session at ``ts``: two runs can overlap in a slot (``draw`` picks one)."""
+    return f"s-{user}-{int(ts // SESSION_S)}{'ab'[draw % 2]}"
+
+
 def daily_weight(ts: float) -> float:
     """Traffic at ``ts`` relative to the day's mean (the daily cycle of :func:`generate`: more in working
     hours, UTC). ``llmtap demo`` paces its live traffic with it, so live and seeded rates agree."""
@@ -59,55 +71,6 @@ def _cycle(ts: float) -> float:
 
 
 _CYCLE_MEAN = 0.35 + 0.65 / math.pi  # the mean of _cycle over a day
-
-
-class LinearPrices:
-    """The pricer's prices, computed once per model: the synthetic calls are far below any price tier, where
-    a price is linear in each token count (tests/unit/test_synthetic.py checks it against the pricer)."""
-
-    BASIS = 1000  # tokens per basis usage: under every tier threshold
-
-    def __init__(self, pricer: Pricer) -> None:
-        self.pricer = pricer
-        self._rates: dict[tuple[str, str, str], tuple[float, float, float, float] | None] = {}
-
-    def _price(self, r: CallRecord, **tokens: int) -> tuple[float, float] | None:
-        probe = CallRecord(provider=r.provider, request_model=r.request_model, response_model=r.response_model)
-        for k, v in tokens.items():
-            setattr(probe, k, v)
-        p = self.pricer.price(probe)
-        return None if p is None else (p.input, p.output)
-
-    def cache_read_saving(self, r: CallRecord, tokens: int) -> float | None:
-        """What ``tokens`` would have cost less read from the cache (after :meth:`apply` saw the model)."""
-        rates = self._rates.get((r.provider, r.request_model, r.response_model))
-        return None if rates is None else tokens * (rates[0] - rates[1])
-
-    def apply(self, r: CallRecord) -> None:
-        if r.cost_usd is not None or r.usage_source == "none":
-            return
-        key = (r.provider, r.request_model, r.response_model)
-        if key not in self._rates:
-            b = self.BASIS
-            plain, read, write, out = (
-                self._price(r, input_tokens=b),
-                self._price(r, input_tokens=b, cache_read_tokens=b),
-                self._price(r, input_tokens=b, cache_write_tokens=b),
-                self._price(r, output_tokens=b),
-            )
-            if plain is None or read is None or write is None or out is None:
-                self._rates[key] = None
-            else:
-                self._rates[key] = (plain[0] / b, read[0] / b, write[0] / b, out[1] / b)
-        rates = self._rates[key]
-        if rates is None:
-            return
-        uncached = max(r.input_tokens - r.cache_read_tokens - r.cache_write_tokens, 0)
-        r.input_cost_usd = uncached * rates[0] + r.cache_read_tokens * rates[1] + r.cache_write_tokens * rates[2]
-        r.output_cost_usd = r.output_tokens * rates[3]
-        r.uncached_input_cost_usd = r.input_tokens * rates[0]
-        r.cost_usd = r.input_cost_usd + r.output_cost_usd
-        r.cost_source = "genai-prices"
 
 
 @dataclass
@@ -159,8 +122,8 @@ def generate(
             response_id=f"resp_{secrets.token_hex(6)}",
             stream=not embeddings and rnd.random() < 0.8,
             status_code=200,
-            user_id=f"user-{rnd.randint(1, 40)}",
-            session_id=f"s-{rnd.randint(1, 500)}",
+            user_id=f"user-{(user := rnd.randint(1, 40))}",
+            session_id=session_of(user, ts, rnd.randint(1, 500)),
             tenant=rnd.choice(["acme", "globex", "initech"]),
             feature=feature,
             prompt_version=rnd.choice(["v1", "v2"]),
@@ -213,7 +176,8 @@ def generate(
             r.finish_reason, r.finish_reason_raw = "length", "length" if provider == "openai" else "max_tokens"
         elif roll < 0.12 and not embeddings:
             r.finish_reason, r.tool_calls = "tool_calls", 1
-        _caller(r, who)
+        caller(r, who)
+        _server_tools(r)
         _price(r, prices, regression, end)
         _cache_miss(r, dims, prices, steady)
         yield r
@@ -243,6 +207,14 @@ def generate(
                 t += again.duration_ms / 1000
                 if not failed_again:
                     break
+
+
+def _server_tools(r: CallRecord) -> None:
+    """A quarter of the Claude answers run web searches on Anthropic's side (1–3 per call), chosen by the call's
+    second: no random draw, so every other seeded value stays as it was."""
+    second = int(r.timestamp)
+    if r.provider == "anthropic" and second % 4 == 0 and r.outcome == "ok" and r.usage_source == "provider":
+        r.server_tool_calls = {"web_search": 1 + second // 4 % 3}
 
 
 def _price(r: CallRecord, prices: LinearPrices, regression: Regression | None, end: float) -> None:
@@ -280,42 +252,12 @@ def _cache_miss(r: CallRecord, rnd: random.Random, prices: LinearPrices, steady:
         return
     if r.cache_write_tokens:
         r.cache_miss_reason = "first_call" if rnd.random() < 0.3 else rnd.choice(_MISSES)
-        r.cache_miss_cost_usd = prices.cache_read_saving(r, r.cache_write_tokens)
+        # a first call is a cold start, not a miss: it costs nothing over a warm cache (DESIGN.md, third round)
+        r.cache_miss_cost_usd = (
+            0.0 if r.cache_miss_reason == "first_call" else prices.cache_read_saving(r, r.cache_write_tokens)
+        )
     elif r.cache_read_tokens:
         r.cache_miss_cost_usd = 0.0
-
-
-def _caller(r: CallRecord, rnd: random.Random) -> None:
-    """Which tool called, who pays, how: SDKs on API keys, coding agents on plans (with the plan
-    windows Anthropic reports in anthropic-ratelimit-unified-*), Responses WebSocket mode."""
-    roll = rnd.random()
-    if r.provider == "anthropic" and roll < 0.35:
-        r.client_name, r.client_version, r.billing = "claude-code", "2.1.126", "subscription"
-        five_h, week = 5 * 3600, 7 * 86400
-        u5, u7 = (r.timestamp % five_h) / five_h, (r.timestamp % week) / week
-        status = "rejected" if u5 > 0.97 else "allowed_warning" if max(u5, u7) > 0.8 else "allowed"
-        r.ratelimit_headers = {
-            "anthropic-ratelimit-unified-status": status,
-            "anthropic-ratelimit-unified-5h-status": "allowed" if u5 <= 0.8 else "allowed_warning",
-            "anthropic-ratelimit-unified-5h-utilization": f"{u5:.2f}",
-            "anthropic-ratelimit-unified-7d-status": "allowed" if u7 <= 0.8 else "allowed_warning",
-            "anthropic-ratelimit-unified-7d-utilization": f"{u7:.2f}",
-            "anthropic-ratelimit-unified-representative-claim": "five_hour" if u5 >= u7 else "seven_day",
-        }
-    elif r.provider == "anthropic":
-        r.client_name, r.client_version, r.billing = "anthropic-python", "0.69.0", "api"
-    elif r.api == "openai.responses" and roll < 0.5:
-        r.client_name, r.client_version, r.billing = "codex", "0.135.0", "subscription"
-        r.transport, r.connection_id = "websocket", f"conn-{rnd.randint(1, 30)}"
-        used = (r.timestamp % (5 * 3600)) / (5 * 3600) * 100
-        r.ratelimit_headers = {
-            "x-codex-primary-used-percent": f"{used:.1f}",
-            "x-codex-primary-window-minutes": "300",
-            "x-codex-secondary-used-percent": f"{(r.timestamp % (7 * 86400)) / (7 * 86400) * 100:.1f}",
-            "x-codex-secondary-window-minutes": "10080",
-        }
-    else:
-        r.client_name, r.client_version, r.billing = "openai-python", "1.109.1", "api"
 
 
 def rows(
@@ -376,6 +318,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..startup import read_lock
     from ..store import default_store_url, open_backend, rowbinary
+    from .scenarios import other_rows
 
     holder = None if args.store else read_lock(Path(args.data_dir))
     if holder is not None:  # chDB: one process per store
@@ -405,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
 
         planted = (otel_traces_row(r) for r in error_burst_records(end))
     windows = window_rows(args.windows, int(args.days), regression=reg, end=end)
-    for row in itertools.chain(background, windows, planted):
+    for row in itertools.chain(background, windows, planted, other_rows(args.calls // 50, args.days, end=end)):
         batch.append(rowbinary.encode(row))
         if len(batch) >= 10000:
             backend.insert_rows(batch, f"seed:{secrets.token_hex(8)}")

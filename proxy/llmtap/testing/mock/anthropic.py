@@ -6,6 +6,7 @@ from typing import Any
 
 from . import prompt_cache
 from .common import ANTHROPIC_HEADERS, SSE_HEADERS, Reply, json_reply, shape, sse, words
+from .jsonmode import dumps, forced_tool, pieces
 
 # -- Anthropic ---------------------------------------------------------------------------------------
 
@@ -50,7 +51,10 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
         )
     if isinstance(body.get("_mock_usage"), dict):  # x-mock-usage: the provider's usage fields to report
         usage = {**usage, **body["_mock_usage"]}
-    text = words(7)
+    text = words(int(body.get("_mock_events", 7)))  # x-mock-events: the output's length (the demo's sizes)
+    forced = forced_tool(body)  # a tool the client forces (a router, a classifier): its input, as JSON
+    if forced is not None:
+        return _tool_use(body, forced, {**usage, "output_tokens": 7})
     msg: dict[str, Any] = {
         "id": "msg_mock01",
         "type": "message",
@@ -68,7 +72,7 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
                 **msg,
                 "content": [{"type": "text", "text": "".join(text)}],
                 "stop_reason": "end_turn",
-                "usage": {**usage, "output_tokens": 7},
+                "usage": {**usage, "output_tokens": len(text)},
             },
             ANTHROPIC_HEADERS,
         )
@@ -100,10 +104,52 @@ def anthropic_messages(body: dict[str, Any], scenario: str) -> Reply:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 7},
+                "usage": {"output_tokens": len(text)},
             },
             "message_delta",
         ),
         sse({"type": "message_stop"}, "message_stop"),
     ]
     return shape(Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev), scenario)
+
+
+def _tool_use(body: dict[str, Any], forced: tuple[str, dict[str, Any]], usage: dict[str, Any]) -> Reply:
+    name, value = forced
+    model = body.get("model", "claude-sonnet-4-5")
+    block = {"type": "tool_use", "id": "toolu_mock01", "name": name, "input": value}
+    msg: dict[str, Any] = {
+        "id": "msg_mock01",
+        "type": "message",
+        "role": "assistant",
+        "content": [block],
+        "model": model,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if not body.get("stream"):
+        return json_reply(200, msg, ANTHROPIC_HEADERS)
+    start = {**msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    ev = [
+        sse({"type": "message_start", "message": start}, "message_start"),
+        sse(
+            {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+            "content_block_start",
+        ),
+    ]
+    for piece in pieces(dumps(value), 4):
+        delta = {"type": "input_json_delta", "partial_json": piece}
+        ev.append(sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"))
+    ev += [
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+    return Reply(200, SSE_HEADERS + ANTHROPIC_HEADERS, ev)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
+import re
+import string
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +78,26 @@ ANTHROPIC_HEADERS = [
 ]
 
 
+# The ids every reply of a kind carries; ``x-mock-id`` makes them one request's own (see :func:`with_ids`).
+FIXED_IDS = ("chatcmpl-mock123", "msg_mock01", "resp_mock456", "cmpl-mock789")
+_ID = re.compile(rb"\breq_mock_\w+|" + "|".join(re.escape(i) for i in FIXED_IDS).encode())  # request ids: req_mock_*
+
+
+def with_ids(reply: Reply, tag: str) -> Reply:
+    """The reply with each fixed id (headers and body) suffixed by ``-tag``: distinct ids per request."""
+    clean = re.sub(r"[^A-Za-z0-9_-]", "", tag)[:40]
+    if not clean:
+        return reply
+    suffix = b"-" + clean.encode()
+
+    def sub(m: re.Match[bytes]) -> bytes:
+        return m.group(0) + suffix
+
+    reply.headers = [(k, _ID.sub(sub, v.encode()).decode()) for k, v in reply.headers]
+    reply.chunks = [_ID.sub(sub, c) for c in reply.chunks]
+    return reply
+
+
 def shape(reply: Reply, scenario: str) -> Reply:
     """Apply the wire-level scenarios: compression, CRLF split, split UTF-8, pacing."""
     out: list[bytes] = []
@@ -103,3 +127,18 @@ def shape(reply: Reply, scenario: str) -> Reply:
     elif scenario == "slow":
         reply.delay = 0.2
     return reply
+
+
+_PAD = string.ascii_letters + string.digits
+
+
+def obfuscation(body: dict[str, Any]) -> Callable[[], dict[str, str]]:
+    """OpenAI's stream padding: every chat chunk and every Responses delta event carries ``obfuscation``, a
+    random string of 1-16 characters that evens out the event sizes (a side-channel defence), unless the request
+    set ``stream_options.include_obfuscation: false``. Only OpenAI's own API sends it (not Azure, not the
+    OpenAI-compatible providers). The mock's padding is the same on every reply (seeded), so two replies to one
+    request are byte-identical."""
+    if body.get("_mock_provider") != "openai" or (body.get("stream_options") or {}).get("include_obfuscation") is False:
+        return dict
+    rng = random.Random(len(str(body.get("model", ""))))
+    return lambda: {"obfuscation": "".join(rng.choices(_PAD, k=rng.randint(1, 16)))}

@@ -9,6 +9,8 @@
 - ``echo``: a 200 answer whose id, model and content are the request's ``x-mock-echo`` header, and
   ``echo_error`` a 400 whose error message, type and code are (what an upstream echoes back: planted
   secrets, markup for the XSS test); ``x-request-id`` carries it too.
+- ``odd_headers``: a 200 answer whose headers no column can hold as they are (:data:`ODD_HEADERS`):
+  non-finite and huge numbers, bytes that are not UTF-8.
 
 Bombs are built once per process, in pieces (the inflated body never exists here either).
 """
@@ -24,7 +26,19 @@ from typing import Any
 from .common import CREATED, OPENAI_HEADERS, SSE_HEADERS, Reply, json_reply, sse
 
 BOMB_BYTES = 2 << 30
-SCENARIOS = frozenset({"bomb_gzip2", "bomb_br", "bomb_zstd", "truncated", "truncated_sse", "echo", "echo_error"})
+SCENARIOS = frozenset(
+    {"bomb_gzip2", "bomb_br", "bomb_zstd", "truncated", "truncated_sse", "echo", "echo_error", "odd_headers"}
+)
+# Sent as raw bytes: a surrogate escape stands for a byte that is not UTF-8 (\udcff: 0xff).
+ODD_HEADERS = [
+    ("x-ratelimit-remaining-requests", "1e309"),
+    ("x-ratelimit-remaining-tokens", "NaN"),
+    ("x-ratelimit-limit-requests", "9" * 5000),
+    ("openai-processing-ms", "-inf"),
+    ("retry-after-ms", "1e999"),
+    ("x-request-id", "req-\udcff\udcfe-\udce9t\udce9"),
+    ("x-ratelimit-reset-requests", "\udcc3\udca9t\udcc3\udca9 \udcff"),
+]
 _MIB = 1 << 20
 
 
@@ -87,6 +101,10 @@ def reply(scenario: str, body: dict[str, Any], headers: dict[str, str]) -> Reply
         done = {**event, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         events = sse(event) + sse(done) + sse("[DONE]")
         return Reply(200, [*SSE_HEADERS, ("content-length", str(len(events) + 100))], [events], close=True)
+    if scenario == "odd_headers":
+        answer = {"id": "chatcmpl-odd", "object": "chat.completion", "created": CREATED, "model": "gpt-4o",
+                  "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}  # fmt: skip
+        return json_reply(200, answer, ODD_HEADERS)
     payload = headers.get("x-mock-echo", "")
     header = [("x-request-id", payload)] if payload else []
     if scenario == "echo_error":

@@ -1,11 +1,12 @@
-"""OpenAI wire formats: Chat Completions (and the OpenAI-compatible servers), Responses,
-Completions, Embeddings, and the garbage streams."""
+"""OpenAI wire formats: Chat Completions (and the OpenAI-compatible servers), Completions, Embeddings, and the
+garbage streams (the Responses API: :mod:`.responses`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .common import CREATED, OPENAI_HEADERS, SSE_HEADERS, Reply, json_reply, shape, sse, words
+from .common import CREATED, OPENAI_HEADERS, SSE_HEADERS, Reply, json_reply, obfuscation, shape, sse, words
+from .jsonmode import chat_json, pieces
 
 # -- OpenAI chat -------------------------------------------------------------------------
 
@@ -113,7 +114,8 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
         "service_tier": served_tier(body),
         "system_fingerprint": "fp_mock",
     }
-    text = words(n)
+    as_json = chat_json(body)  # response_format json_object / json_schema
+    text = pieces(as_json, n) if as_json is not None else words(n)
     tool = scenario == "tool_calls"
     if not body.get("stream"):
         msg: dict[str, Any] = {
@@ -149,12 +151,15 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
     eol = "\r\n" if scenario == "crlf" else "\n"
     usage_key: dict[str, Any] = {"usage": None} if include_usage else {}
 
+    pad = obfuscation(body)
+
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         return sse(
             {
                 **base,
                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
                 **usage_key,
+                **pad(),
             },
             eol=eol,
         )
@@ -266,111 +271,12 @@ def openai_chat(body: dict[str, Any], scenario: str) -> Reply:
         events = [b": OPENROUTER PROCESSING\n\n", *events[:2], b": OPENROUTER PROCESSING\n\n", *events[2:]]
         events.append(sse({**base, "choices": [], "usage": {**usage, "cost": 0.00042}}))
     elif include_usage:
-        events.append(sse({**base, "choices": [], "usage": usage}, eol=eol))
+        events.append(sse({**base, "choices": [], "usage": usage, **pad()}, eol=eol))
     events.append(sse("[DONE]", eol=eol))
     return shape(Reply(200, SSE_HEADERS + OPENAI_HEADERS, events), scenario)
 
 
-# -- OpenAI responses / completions / embeddings ---------------------------------------------
-
-
-def openai_responses(body: dict[str, Any], scenario: str) -> Reply:
-    model = body.get("model", "gpt-4.1")
-    resp: dict[str, Any] = {
-        "id": "resp_mock456",
-        "object": "response",
-        "created_at": CREATED,
-        "status": "in_progress",
-        "service_tier": served_tier(body),
-        "model": f"{model}-2025-04-14",
-        "output": [],
-        "error": None,
-        "incomplete_details": None,
-        "usage": None,
-    }
-    usage = {
-        "input_tokens": 12033,
-        "input_tokens_details": {"cached_tokens": 11904},
-        "output_tokens": 44,
-        "output_tokens_details": {"reasoning_tokens": 12},
-        "total_tokens": 12077,
-    }
-    if isinstance(body.get("_mock_usage"), dict):
-        usage = {**usage, **body["_mock_usage"]}
-    text = words(6)
-    done = {
-        **resp,
-        "status": "completed",
-        "usage": usage,
-        "output": [
-            {
-                "type": "message",
-                "id": "msg_1",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "".join(text)}],
-            }
-        ],
-    }
-    if not body.get("stream"):
-        return json_reply(200, done, OPENAI_HEADERS)
-    seq = iter(range(1000))
-    ev = [
-        sse({"type": "response.created", "sequence_number": next(seq), "response": resp}, "response.created"),
-        sse(
-            {"type": "response.in_progress", "sequence_number": next(seq), "response": resp},
-            "response.in_progress",
-        ),
-    ]
-    if scenario == "failed_rate_limit":
-        failed = {
-            **resp,
-            "status": "failed",
-            "error": {
-                "code": "rate_limit_exceeded",
-                "message": "Rate limit reached for gpt-4.1 in organization org-AAA on tokens per min (TPM): "
-                "Limit 30000, Used 22999, Requested 12528. Please try again in 11.054s.",
-            },
-        }
-        ev.append(
-            sse(
-                {"type": "response.failed", "sequence_number": next(seq), "response": failed},
-                "response.failed",
-            )
-        )
-        return Reply(200, SSE_HEADERS + OPENAI_HEADERS, ev)
-    ev.append(
-        sse(
-            {
-                "type": "response.output_item.added",
-                "sequence_number": next(seq),
-                "output_index": 0,
-                "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
-            },
-            "response.output_item.added",
-        )
-    )
-    for t in text:
-        ev.append(
-            sse(
-                {
-                    "type": "response.output_text.delta",
-                    "sequence_number": next(seq),
-                    "item_id": "msg_1",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": t,
-                    "logprobs": [],
-                },
-                "response.output_text.delta",
-            )
-        )
-    ev.append(
-        sse(
-            {"type": "response.completed", "sequence_number": next(seq), "response": done},
-            "response.completed",
-        )
-    )
-    return shape(Reply(200, SSE_HEADERS + OPENAI_HEADERS, ev), scenario)
+# -- OpenAI completions / embeddings ------------------------------------------------------------
 
 
 def openai_completions(body: dict[str, Any], scenario: str) -> Reply:

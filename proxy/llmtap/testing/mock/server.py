@@ -1,7 +1,8 @@
 """``llmtap mock-provider``: an HTTPS server replaying realistic LLM API responses.
 
 It serves the OpenAI (chat, responses, completions, embeddings), Anthropic (messages),
-Gemini, Bedrock (event-stream) and Ollama (NDJSON) wire formats with real pacing and faults, over TLS with a certificate
+Gemini, Bedrock (event-stream) and Ollama (NDJSON) wire formats with real pacing and faults, and the agents'
+other requests (:mod:`.services`: telemetry, account checks, model lists), over TLS with a certificate
 valid for the providers' host names (issued by its own CA, written to
 ``--cert-dir``). Point llmtap at it with ``--connect-to api.openai.com:443:127.0.0.1:PORT
 --upstream-ca <cert-dir>/mock-ca.pem``; clients keep their real base URLs.
@@ -14,7 +15,9 @@ are the server's :class:`~llmtap.config.MockDefaults`), ``x-mock-prompt-tokens``
 the prompt tokens an OpenAI chat or Anthropic reply reports, ``x-mock-stamp: 1`` prefixes each event
 with an SSE comment carrying its send time (``x-mock-stamp: content`` starts each content delta's text
 with ``@<send time>|`` instead, which survives gateways that re-encode the stream). ``GET /_mock/requests``
-returns the headers of the last requests received (to check what reached "upstream").
+returns the headers of the last requests received (to check what reached "upstream"); ``GET /_mock/reset``
+empties it and the WebSocket log.
+``x-mock-id: <tag>`` gives the reply its own request and response ids (the fixed ids with ``-<tag>`` appended).
 ``x-mock-replay: <provider>/<name>.<ext>``
 serves a recorded real response from ``$LLMTAP_MOCK_REPLAY_DIR`` instead (:mod:`.replay`).
 
@@ -43,9 +46,23 @@ from typing import Any
 
 from ...adapters import route
 from ...config import MockDefaults
-from . import agents, anthropic, batches, bedrock, billing, gemini, hostile, ollama, openai, replay, websocket
+from . import (
+    agents,
+    anthropic,
+    batches,
+    bedrock,
+    billing,
+    gemini,
+    hostile,
+    ollama,
+    openai,
+    replay,
+    responses,
+    services,
+    websocket,
+)
 from .certs import ensure_certs
-from .common import Reply, json_reply
+from .common import Reply, json_reply, with_ids
 
 Handler = Callable[[str, dict[str, Any], str], Reply]
 
@@ -58,7 +75,7 @@ def _body_only(fn: Callable[[dict[str, Any], str], Reply]) -> Handler:
 # request the way llmtap does (llmtap.adapters.route), so there is no second route table.
 HANDLERS: dict[str, Handler] = {
     "openai.chat_completions": _body_only(openai.openai_chat),
-    "openai.responses": _body_only(openai.openai_responses),
+    "openai.responses": _body_only(responses.openai_responses),
     "openai.completions": _body_only(openai.openai_completions),
     "openai.embeddings": _body_only(openai.openai_embeddings),
     "anthropic.messages": _body_only(anthropic.anthropic_messages),
@@ -87,8 +104,11 @@ def _knobs(headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
 
 
 def special(method: str, path: str, headers: dict[str, str], raw: bytes, body: dict[str, Any]) -> Reply | None:
-    """The batch APIs and the cost reports (not calls of a wire API llmtap prices directly)."""
+    """The batch APIs, the cost reports, and the services' other requests (:mod:`.services`): no model calls."""
     bare = path.split("?", 1)[0].rstrip("/")
+    host = headers.get("host", "").split(":", 1)[0]
+    if (other := services.answer(method, host, path, headers)) is not None:
+        return other
     if bare == "/v1/organization/costs":
         return billing.openai_costs(path, headers)
     if bare == "/v1/organizations/cost_report":
@@ -130,7 +150,9 @@ def plan(path: str, headers: dict[str, str], body: dict[str, Any], defaults: Moc
     handler = HANDLERS.get(match.api) if match is not None else None
     if handler is None:
         return json_reply(404, {"error": {"message": f"no mock route for {path}", "type": "not_found_error"}})
-    if match is not None and match.api in TUNABLE:
+    assert match is not None
+    body = {**body, "_mock_provider": match.provider}  # OpenAI's own streams carry obfuscation padding
+    if match.api in TUNABLE:
         events = headers.get("x-mock-events") or defaults.events
         if events is not None and events != "":  # benchmarks: stream length
             body = {**body, "_mock_events": max(1, min(int(events), 10_000))}
@@ -191,6 +213,10 @@ class MockServer:
                     reply = json_reply(200, list(self.requests))
                 elif path.startswith("/_mock/ws"):
                     reply = json_reply(200, [sock.log() for sock in self.sockets])
+                elif path.startswith("/_mock/reset"):  # a test starts from empty logs
+                    self.requests.clear()
+                    self.sockets.clear()
+                    reply = json_reply(200, {})
                 else:
                     try:
                         body = json.loads(raw) if raw else {}
@@ -198,6 +224,8 @@ class MockServer:
                         body = {}
                     body = body if isinstance(body, dict) else {}
                     reply = special(method, path, headers, raw, body) or plan(path, headers, body, self.defaults)
+                    if headers.get("x-mock-id"):  # the demo: each call its own request and response ids
+                        reply = with_ids(reply, headers["x-mock-id"])
                 await self.send(writer, reply)
                 if reply.abort:
                     writer.transport.abort()
@@ -233,7 +261,7 @@ class MockServer:
             head.append("transfer-encoding: chunked")
         elif not fixed:
             head.append(f"content-length: {sum(len(c) for c in reply.chunks)}")
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape"))  # raw bytes: odd_headers
         if not streaming:
             writer.write(b"".join(reply.chunks))
             await writer.drain()

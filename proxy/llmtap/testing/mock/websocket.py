@@ -68,6 +68,7 @@ class Socket:
     sent_at: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_LOGGED))  # wall clock, per sent
     counts: dict[str, int] = field(default_factory=lambda: {"n_received": 0, "n_sent": 0})
     closed: str = ""  # how the socket ended: "client", "server", "abort", "eof"
+    hostile: dict[str, Any] = field(default_factory=dict)  # the hostile session's byte counts and hashes
 
     def log(self) -> dict[str, Any]:
         return {
@@ -77,6 +78,7 @@ class Socket:
             "sent": list(self.sent),
             "sent_at": list(self.sent_at),
             "closed": self.closed,
+            "hostile": self.hostile,
             **self.counts,
         }
 
@@ -146,6 +148,11 @@ async def session(
     delay = float(given if given is not None else 5) / 1000.0
     sock = Socket(request.target, headers, delay, headers.get("x-mock-scenario", ""))
     sockets.append(sock)
+    if sock.scenario == "ws_hostile":  # raw frames: issue #26's bombs (.ws_hostile)
+        from . import ws_hostile
+
+        await ws_hostile.run(ws, request, reader, writer, sock)
+        return
     sess = kind(sock)
     reject = getattr(sess, "reject", None)
     if callable(reject) and (refusal := reject()) is not None:  # a refused upgrade: 401, 429
@@ -168,6 +175,7 @@ async def session(
     writer.write(ws.send(AcceptConnection(extra_headers=extra)))
     await writer.drain()
     player = _Player(ws, writer, sock)
+    partial = _Partial()
     player.play(sess.on_open())
     try:
         while not player.ended:
@@ -184,11 +192,16 @@ async def session(
             ws.receive_data(data)
             for event in ws.events():
                 if isinstance(event, Message):
-                    raw = event.data if isinstance(event.data, str) else "b64:" + base64.b64encode(event.data).decode()
+                    # wsproto hands over what has arrived of a message (a read's worth, a frame of a
+                    # fragmented one): the message is whole at message_finished, whatever its size
+                    message = partial.add(event)
+                    if message is None:
+                        continue
+                    raw = message if isinstance(message, str) else "b64:" + base64.b64encode(message).decode()
                     sock.received.append(raw)
                     sock.counts["n_received"] += 1
                     try:
-                        obj = json.loads(event.data) if isinstance(event.data, str) else None
+                        obj = json.loads(message) if isinstance(message, str) else None
                     except ValueError:
                         obj = None
                     player.play(sess.on_message(obj))
@@ -208,6 +221,25 @@ async def session(
             writer.close()
         except Exception:
             pass
+
+
+class _Partial:
+    """The pieces of the client message being received, joined when its last piece arrives."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.data: list[bytes] = []
+
+    def add(self, event: Message[Any]) -> str | bytes | None:
+        if isinstance(event.data, str):
+            self.text.append(event.data)
+        else:
+            self.data.append(bytes(event.data))
+        if not event.message_finished:
+            return None
+        whole: str | bytes = "".join(self.text) if isinstance(event.data, str) else b"".join(self.data)
+        self.text, self.data = [], []
+        return whole
 
 
 class _Player:

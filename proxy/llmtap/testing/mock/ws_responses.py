@@ -1,5 +1,5 @@
 """Mock OpenAI Responses API, WebSocket mode: each ``response.create`` is answered with the events
-the SSE form streams (built by :func:`.openai.openai_responses`), one JSON text message each,
+the SSE form streams (built by :func:`.responses.openai_responses`), one JSON text message each,
 ``stream_id`` echoed when the create named a lane.
 
 Scenarios (``metadata.mock_scenario`` of the create, or ``x-mock-scenario`` on the upgrade):
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .openai import openai_responses
+from .responses import openai_responses
 from .websocket import Session, Step
 
 
