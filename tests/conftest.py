@@ -27,6 +27,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"mark these e2e (pytestmark = pytest.mark.e2e in the file): {', '.join(unmarked[:5])}")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report ends with the last lines of the log of every sidecar it was handed: what the
+    process said when it went wrong is what a flake on a busy machine needs to be explained."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not rep.failed or call.when == "teardown":
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, Sidecar) and value.log.exists():
+            tail = value.log.read_text(errors="replace").splitlines()[-60:]
+            rep.sections.append((f"log of the sidecar `{name}` (last {len(tail)} lines)", "\n".join(tail)))
+
+
 @pytest.fixture(scope="session")
 def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mock]:
     corpus = Path(__file__).parent / "corpus"  # recorded real responses, served for x-mock-replay

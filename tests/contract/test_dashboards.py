@@ -4,6 +4,7 @@ a seeded cost regression fires the alert query and `llmtap check-cost`."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import time
@@ -16,9 +17,10 @@ import yaml
 from helpers import LLMTAP
 
 from llmtap.admin.macros import ALL, QueryContext, expand
-from llmtap.admin.queries import RULES
+from llmtap.admin.queries import RULES, report_sql
 from llmtap.store.embedded import ChdbBackend
-from llmtap.testing import synthetic
+from llmtap.telemetry.semconv import otel_traces_row
+from llmtap.testing import scenarios, synthetic
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # slow: runs with the e2e suite
 
@@ -31,14 +33,13 @@ def seeded(inproc_store: ChdbBackend) -> ChdbBackend:
     rows = [
         *synthetic.rows(30000, 8, end=NOW, avoid_windows=True),
         *synthetic.window_rows(600, 7, regression=synthetic.Regression("summarize", 2.0), end=NOW),
+        *scenarios.other_rows(600, 8, end=NOW),  # not LLM calls: only their own panel shows them
     ]
     # a quota error in the last minutes, so the quota alert query has something to say
     q = next(synthetic.generate(1, NOW - 60, NOW - 30, seed=3))
     q.outcome, q.error_type, q.status_code, q.usage_source = "error", "quota_exhausted", 429, "none"
     q.input_tokens = q.output_tokens = q.cache_read_tokens = q.cache_write_tokens = q.reasoning_tokens = 0
     q.cost_usd = q.input_cost_usd = q.output_cost_usd = None
-    from llmtap.telemetry.semconv import otel_traces_row
-
     rows.append(otel_traces_row(q))
     # a model no price source knows, in every filter the tests use: the unpriced panels have rows whatever the
     # seed drew (0.5% of chat calls, a handful in a filtered day)
@@ -206,6 +207,16 @@ def test_check_cost(tmp_path: Path, regressed: bool) -> None:
     else:
         assert r.returncode == 0 and not flagged, r.stdout
     assert len(lines) > 4  # groups were compared
+    gate = ["check-cost", "--window", "1h", "--baseline", "7d", "--by", "model,feature", "--data-dir", data]
+    same = cli(*gate, "--threshold", "0.2")  # a fraction: the same 20 %
+    assert (same.returncode, same.stdout) == (r.returncode, r.stdout)
+    if regressed:  # a bare 20 would have been +2000 %, letting the regression through: refused instead
+        bare = cli(*gate, "--threshold", "20")
+        assert bare.returncode == 2 and bare.stdout == ""
+        assert bare.stderr.strip().splitlines() == [
+            "llmtap check-cost: argument --threshold: '20' is ambiguous: write a percentage (20%) or a fraction "
+            "(0.2); a bare number is a fraction and must be at most 1 (see llmtap check-cost --help)"
+        ]
 
 
 def test_check_cost_bad_input() -> None:
@@ -244,3 +255,53 @@ def test_calls_explorer_filters(seeded: ChdbBackend, var: str, value: str | None
         seeded, expand(panel["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, defaults("llmtap-calls")))
     )
     assert any(r[column] != (value if var != "search" else "overloaded") for r in unfiltered)  # it did filter
+
+
+OTHER_PANEL = "llmtap-errors:Other requests (not LLM calls)"
+
+
+def test_other_requests_change_no_llm_figure(seeded: ChdbBackend) -> None:
+    """Issue #31: Claude Code's event logging answered 404 by a mock made a 15% error rate with no LLM call failing.
+    A burst of such requests (``api = ''``) in the last minutes changes no panel, alert rule, report figure or hourly
+    rollup sum — except the other-requests panel, which shows them."""
+    queries = {
+        f"{uid}:{p['title']}": expand(p["targets"][0]["rawSql"], QueryContext(NOW - 86400, NOW, 600, defaults(uid)))
+        for uid, p in PANELS
+        if uid != "llmtap-trace"
+    }
+    queries |= {r.uid: r.sql_at(NOW) for r in RULES}
+    queries |= {f"report:{k}": q for k, q in report_sql(30 * 86400).items()}
+    queries["hourly"] = "SELECT sum(calls) AS n, sum(errors) AS errors, sum(cost_usd_sum) AS c FROM llm_calls_hourly"
+
+    def results() -> dict[str, list[dict[str, Any]]]:
+        return {k: run(seeded, q) for k, q in queries.items()}
+
+    def same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+        """Equal rows in any order, floats within 1e-6 (sums over new parts add in another order, and a
+        difference of two such sums loses digits); ``quantile()``'s figures within 1%: the engine's quantile is
+        estimated from a sample whose draw follows the table's parts, which the burst's insert changes."""
+
+        def key(r: dict[str, Any]) -> str:
+            exact = {c: v for c, v in r.items() if not isinstance(v, float) and not approx(c)}
+            return json.dumps(exact, sort_keys=True)
+
+        def approx(c: str) -> bool:
+            return re.search(r"(^|_)p\d\d(_|$)", c) is not None
+
+        def close(c: str, x: Any, y: Any) -> bool:
+            if approx(c) and isinstance(x, int | float) and isinstance(y, int | float):
+                return math.isclose(x, y, rel_tol=0.01, abs_tol=1)
+            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-9) if isinstance(x, float) else x == y
+
+        pairs = zip(sorted(a, key=key), sorted(b, key=key), strict=False)
+        return len(a) == len(b) and all(r.keys() == q.keys() and all(close(c, r[c], q[c]) for c in r) for r, q in pairs)
+
+    before, again = results(), results()
+    stable = {k for k in queries if same(before[k], again[k])}  # `any()` and LIMIT ties may differ run to run
+    assert OTHER_PANEL in stable and len(stable) >= 0.8 * len(queries), set(queries) - stable
+    burst = [otel_traces_row(r) for r in scenarios.other_requests(300, NOW - 900, NOW - 60, seed=99)]
+    assert {r.status_code for r in scenarios.other_requests(300, NOW - 900, NOW - 60, seed=99)} == {200, 404}
+    seeded.insert_spans(burst, "dash-other-burst")
+    after = results()
+    assert {k for k in stable if not same(after[k], before[k])} == {OTHER_PANEL}
+    assert sum(r["requests"] for r in after[OTHER_PANEL]) == 300 + sum(r["requests"] for r in before[OTHER_PANEL])

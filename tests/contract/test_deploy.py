@@ -136,6 +136,7 @@ def test_dockerfile_builds_the_project_on_python_312() -> None:
     assert "USER llmtap" in text and 'ENTRYPOINT ["llmtap"]' in text
 
 
+@pytest.mark.e2e  # the ClickHouse engine (chDB) parses it
 @pytest.mark.parametrize("db", ["llmtap", "otel"])
 def test_cluster_ddl_parses_in_clickhouse(db: str, inproc_store: Any) -> None:
     stmts = cluster_statements(db, "prod")

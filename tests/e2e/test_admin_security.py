@@ -19,11 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import LLMTAP, Mock, Sidecar, session_id, start_sidecar, stop
+from helpers import LLMTAP, Mock, Sidecar, openai_client, session_id, start_sidecar, stop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 PLANTED_ENV = "sk-proj-PlantedEnvSecret0123456789abcdefABCDEF"
+# 10^10 hashes over one stored row, in bounded memory (the engine refuses a 10^12-row ARRAY JOIN chunk outright)
+LONG_QUERY = (
+    "SELECT count() FROM (SELECT arrayJoin(range(100000)) AS a FROM llm_calls LIMIT 100000) AS x "
+    "CROSS JOIN (SELECT arrayJoin(range(100000)) AS b FROM llm_calls LIMIT 100000) AS y WHERE sipHash64(a, b) = 1"
+)
 PLANTED_ARGV = "PlantedArgvPass9876"
 
 
@@ -267,13 +272,10 @@ def test_slow_clients_cost_no_thread_and_health_answers(target: Sidecar) -> None
 def test_an_abandoned_long_query_is_cancelled_and_starves_nothing(target: Sidecar) -> None:
     """Finding 9: a client that abandoned a long query left it running (~120% CPU), records queued behind the
     store lock, every other admin query hung, and SIGTERM no longer stopped the process."""
-    long_query = (
-        "SELECT sum(cityHash64(a, b)) FROM llm_calls ARRAY JOIN range(1000000) AS a ARRAY JOIN range(1000000) AS b"
-    )
     sid = session_id()
     _call(target, sid)  # at least one row for the ARRAY JOINs to multiply
     s = socket.create_connection(("127.0.0.1", target.admin), timeout=10)
-    body = json.dumps({"query": long_query}).encode()
+    body = json.dumps({"query": LONG_QUERY}).encode()
     head = (f"POST /api/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n")  # fmt: skip
     for k, v in auth(target).items():
@@ -296,6 +298,44 @@ def test_an_abandoned_long_query_is_cancelled_and_starves_nothing(target: Sideca
     assert _cpu_s(target.proc.pid) - cpu0 < 1.0  # the abandoned query is not running any more
 
 
+def _send_query(sc: Sidecar, query: str) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", sc.admin), timeout=10)
+    body = json.dumps({"query": query}).encode()
+    head = (f"POST /api/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n")  # fmt: skip
+    for k, v in auth(sc).items():
+        head += f"{k}: {v}\r\n"
+    s.sendall((head + "\r\n").encode() + body)
+    return s
+
+
+def test_abandoned_queries_still_waiting_for_a_session_never_run(target: Sidecar) -> None:
+    """#26: an abandoned admin query still waiting for a read session (or for a query worker) ran its full 30 s
+    later; six of them kept the engine busy for a minute. The engine's CPU after all six clients left is compared
+    with its CPU while they ran (the same machine, the same minute)."""
+    sid = session_id()
+    _call(target, sid)
+    _stored(target, sid)  # at least one row for the ARRAY JOINs to multiply
+    socks = [_send_query(target, LONG_QUERY) for _ in range(6)]
+    try:
+        time.sleep(1.5)  # two run (one per read session), the others wait for a session or a worker
+        cpu0 = _cpu_s(target.proc.pid)
+        time.sleep(2)
+        busy = _cpu_s(target.proc.pid) - cpu0
+    finally:
+        for s in socks:
+            s.close()  # every client goes away
+    time.sleep(1.5)
+    cpu1 = _cpu_s(target.proc.pid)
+    time.sleep(3)
+    after = (_cpu_s(target.proc.pid) - cpu1) / 3
+    assert busy > 0.2, busy  # the baseline: the queries did run (on a busy machine, slower)
+    assert after < busy / 2 / 4 + 0.03, (busy, after)  # nothing of the six runs any more (an idle sidecar's own)
+    t = time.monotonic()
+    status, out = sql(target, "SELECT 7")
+    assert status == 200 and out.strip() == b"7" and time.monotonic() - t < 10
+
+
 def _call(sc: Sidecar, sid: str) -> None:
     import ssl
 
@@ -313,8 +353,24 @@ def _count(sc: Sidecar, sid: str) -> int:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of the sidecar and every process under it (its proxy workers, the embedded store's engine
+    process, where the queries run)."""
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu s)
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        stats[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    tree, todo = {pid}, [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, (pp, _) in stats.items() if pp == parent and p not in tree]
+        tree.update(kids)
+        todo.extend(kids)
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path: Path) -> None:
@@ -323,10 +379,7 @@ def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path:
 
     sc = start_sidecar(tmp_path / "data", mock)
     _call_plain(sc)
-    long_query = (
-        "SELECT sum(cityHash64(a, b)) FROM llm_calls ARRAY JOIN range(1000000) AS a ARRAY JOIN range(1000000) AS b"
-    )
-    t = threading.Thread(target=lambda: sql(sc, long_query), daemon=True)
+    t = threading.Thread(target=lambda: sql(sc, LONG_QUERY), daemon=True)
     t.start()
     time.sleep(1.5)
     t0 = time.monotonic()
@@ -469,3 +522,65 @@ def test_the_viewer_modules_are_served_from_static_js_only(target: Sidecar) -> N
         status, out = target.admin_request("GET", path)
         assert status == 404, (path, status)
         assert token_of(target).encode() not in out and b"def " not in out and b"root:" not in out, path
+
+
+def _login(sc: Sidecar, token: str) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", sc.admin, timeout=10)
+    conn.request("POST", "/api/login", json.dumps({"token": token}), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    cookie = (resp.getheader("Set-Cookie") or "").split(";", 1)[0]
+    resp.read()
+    conn.close()
+    return resp.status, cookie
+
+
+def test_a_flood_of_wrong_logins_does_not_lock_out_the_right_token(target: Sidecar) -> None:
+    """#26: a shared failed-login budget let any local process lock the browser login (every local process
+    is 127.0.0.1, as the browser is)."""
+    statuses = [_login(target, f"guess-{i}")[0] for i in range(40)]
+    assert set(statuses) <= {401, 429} and statuses[-1] == 429
+    status, cookie = _login(target, token_of(target))
+    assert status == 204 and cookie.startswith("llmtap_admin=")
+
+
+def test_logout_revokes_the_session(target: Sidecar) -> None:
+    """#26: the session cookie was derived from the token: logging out could not revoke it."""
+    status, cookie = _login(target, token_of(target))
+    assert status == 204
+    q = json.dumps({"query": "SELECT 1", "format": "TSV"}).encode()
+    as_json = {"Content-Type": "application/json", "Cookie": cookie}
+    assert target.admin_request("POST", "/api/sql", q, as_json)[0] == 200
+    assert target.admin_request("POST", "/api/logout", b"{}", as_json)[0] == 204
+    assert target.admin_request("POST", "/api/sql", q, as_json)[0] == 401  # that cookie, wherever it was copied
+
+
+def test_an_existing_token_file_readable_by_others_is_made_private(mock: Mock, tmp_path: Path) -> None:
+    """#26: an existing ``admin-token`` with mode 0644 stayed 0644."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    (data / "admin-token").write_text("a-token-someone-copied-in-with-0644-abcdefgh\n")
+    (data / "admin-token").chmod(0o644)
+    sc = start_sidecar(data, mock)
+    try:
+        assert (data / "admin-token").stat().st_mode & 0o777 == 0o600
+        assert _login(sc, "a-token-someone-copied-in-with-0644-abcdefgh")[0] == 204  # the same token, kept
+    finally:
+        stop(sc.proc)
+
+
+def test_healthz_names_no_internal_host_to_another_host_name(mock: Mock, tmp_path: Path) -> None:
+    """#26: ``/healthz`` answers any Host (probes name the sidecar as they like) and named the internal
+    ClickHouse host in ``store_error``: a page behind DNS rebinding read it. To such a Host it says its status."""
+    sc = start_sidecar(tmp_path / "data", mock, "--store", "clickhouse://u:p@ch-internal.invalid:8123/llmtap")
+    try:
+        openai_client(sc).embeddings.create(model="text-embedding-3-small", input="x")  # the writer tries the store
+        deadline = time.monotonic() + 60
+        full: dict[str, Any] = {}
+        while time.monotonic() < deadline and "ch-internal" not in full.get("store_error", ""):
+            full = json.loads(sc.admin_request("GET", "/healthz")[1])
+            time.sleep(0.3)
+        assert "ch-internal" in full.get("store_error", ""), full  # the operator's own view names it
+        status, body = sc.admin_request("GET", "/healthz", headers={"Host": f"evil.test:{sc.admin}"})
+        assert status == 200 and json.loads(body) == {"status": "ok"}
+    finally:
+        stop(sc.proc)

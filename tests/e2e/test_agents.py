@@ -261,3 +261,54 @@ def test_copilot_chat(proxied: Sidecar) -> None:
     )
     assert (row["client_name"], row["client_version"]) == ("github-copilot", "0.35.0")
     assert row["max_output_tokens"] == 4096 and row["outcome"] == "ok"
+
+
+def test_claude_code_telemetry_is_no_call(proxied: Sidecar) -> None:
+    """Issue #31: Claude Code's event logging and feature-flag requests, answered 404 by the mock, made the overview
+    show a 15% error rate with no LLM call failing. They are other requests: rows with api '' (no usage, no
+    estimate), out of the overview's figures and check-cost's call count, counted in llmtap_other_requests_total."""
+    import subprocess
+
+    from dashboard_kit import W
+    from helpers import LLMTAP
+
+    from llmtap.admin.macros import QueryContext, expand
+
+    service, session = f"cc-{uuid.uuid4().hex[:10]}", str(uuid.uuid4())
+    headers, body = claude_code_request(session, "", {"x-api-key": "sk-ant-api03-" + "c" * 90})
+    other = {k: v for k, v in headers.items() if k in ("x-api-key", "user-agent", "x-claude-code-session-id")}
+    before = _other_requests(proxied)
+    with client(proxied) as c:
+        c.proxies = {"https": proxied.proxy_url.replace("http://", f"http://{service}:x@")}
+        assert c.post("https://api.anthropic.com/v1/messages", headers=headers, json=body).status_code == 200
+        for path in ("/api/event_logging/v2/batch", "/api/eval/sdk-zAZezfDKGoZuXXKe"):
+            r = c.post(f"https://api.anthropic.com{path}", headers=other, json={"events": [{"event_name": "x"}] * 40})
+            assert r.status_code in (200, 404)  # the mock's answer, relayed (404 made the error rate of #31)
+    rows = proxied.rows(f"session_id = '{session}'", 3)
+    llm = [r for r in rows if r["api"]]
+    assert [(r["api"], r["outcome"]) for r in llm] == [("anthropic.messages", "ok")]
+    for r in (r for r in rows if not r["api"]):
+        assert (r["operation"], r["client_name"]) == ("other", "claude-code")
+        assert (r["usage_source"], r["input_tokens"], r["cost_usd"]) == ("none", 0, None)
+    ctx = QueryContext(__import__("time").time() - 3600, __import__("time").time() + 60, 60, {"service": [service]})
+    (fig,) = proxied.sql(
+        expand(f"SELECT count() AS calls, countIf(outcome = 'error') AS errors FROM llm_calls WHERE {W}", ctx)
+    )
+    assert (int(fig["calls"]), int(fig["errors"])) == (1, 0)  # the overview's Calls and Error rate filter
+    r = subprocess.run(
+        [*LLMTAP, "check-cost", "--service", service, "--window", "1h", "--allow-empty",
+         "--admin", f"127.0.0.1:{proxied.admin}", "--data-dir", str(proxied.data_dir)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0 and "1 calls in the last 1h" in r.stderr, r.stderr
+    assert _other_requests(proxied) - before == 2
+
+
+def _other_requests(sc: Sidecar) -> float:
+    status, text = sc.admin_request("GET", "/metrics")
+    assert status == 200
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.decode().splitlines()
+        if line.startswith('llmtap_other_requests_total{provider="anthropic",')
+    )

@@ -119,7 +119,8 @@ def test_demo(tmp_path: Path) -> None:
     # the live rate is the seeded history's rate at this time of day, and the live traffic keeps it
     q = (
         f"SELECT countIf(api_key_id IN {SYNTHETIC_KEYS} AND timestamp < now() - INTERVAL 2 HOUR), "
-        f"countIf(api_key_id NOT IN {SYNTHETIC_KEYS} AND session_id = '') FROM llm_calls"
+        # the live calls: LLM calls without the history's keys, not the env line's
+        f"countIf(api_key_id NOT IN {SYNTHETIC_KEYS} AND api != '' AND session_id != '{sid}') FROM llm_calls"
     )
     r = subprocess.run([*LLMTAP, "sql", q, "--data-dir", str(data), "--format", "JSONCompactEachRow"],
                        capture_output=True, text=True, timeout=60, env=env)  # fmt: skip

@@ -88,9 +88,13 @@ def test_explain_cost_from_the_data_dir(seeded: tuple[Path, float]) -> None:
         "summarize output tokens per call ×2.5 (400 → 1,000) since prompt_version v7 +$4.50",
         "chat volume +30% (1,000 → 1,300 calls) +$1.65",
         "search cache hit ratio 80% → 5% +$0.81",
-        f"agent new +${want[('new', 'agent')]:.2f}",
+        # issue #27: an audio-share change and a tool-fee change, each named as its own driver
+        f"voice modality mix: audio/image cost factor ×2.04 → ×4.92 +${want[('modality_mix', 'voice')]:.2f}",
+        f"research server tool fees per call $0.01 → $0.03 +${want[('tool_calls', 'research')]:.2f}",
     ):
         assert phrase in head, (phrase, head)
+    assert f"agent new +${want[('new', 'agent')]:.2f}" not in head  # the sixth: in the table, not the summary
+    assert any(line.startswith("new ") and "/agent" in line for line in text.stdout.splitlines())
 
 
 def test_explain_latency_names_ttfb_not_decode(seeded: tuple[Path, float]) -> None:

@@ -9,86 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
-import signal
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import brotli
 import pytest
 from helpers import Mock, Sidecar, session_id, start_sidecar, stop
+from probes import CHAT, KILL_ABOVE, RSS, paced_lateness
 
 from llmtap.testing.rawclient import request
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-CHAT = "/v1/chat/completions"
 RSS_BUDGET = 300 << 20
 STALL_BUDGET_S = 0.100
-
-
-KILL_ABOVE = 1 << 30  # a sidecar that grows this much is killed: a regression fails the test, not the machine
-
-
-class RSS:
-    """The sidecar's resident memory, sampled every 10 ms from /proc; past ``kill_above`` bytes the process is
-    killed (SIGKILL) so that an unbounded regression cannot take the (shared) machine's memory."""
-
-    def __init__(self, pid: int, kill_above: int = 0) -> None:
-        self.pid = pid
-        self.max = 0
-        self.kill_above = kill_above
-        self.killed = False
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def now(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.max = max(self.max, self.now())
-            except OSError:
-                return  # the process is gone
-            if self.kill_above and self.max > self.kill_above and not self.killed:
-                self.killed = True
-                os.kill(self.pid, signal.SIGKILL)
-            time.sleep(0.01)
-
-    def __enter__(self) -> RSS:
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._t.join()
-
-
-def paced_lateness(sc: Sidecar, events: int = 80, gap_ms: int = 40) -> list[float]:
-    """How late each event of a paced stream arrives (arrival - the mock's send stamp), in seconds."""
-    r = request(
-        "api.openai.com",
-        443,
-        CHAT,
-        {"model": "gpt-4o", "stream": True, "messages": []},
-        {"x-mock-events": str(events), "x-mock-delay-ms": str(gap_ms), "x-mock-stamp": "1"},
-        sc.bundle,
-        proxy=("127.0.0.1", sc.listen),
-    )
-    assert r.status == 200
-    late = []
-    for arrived, data in r.chunks:
-        for sent in re.findall(rb"sent_at=([0-9.]+)", data):
-            late.append(arrived - float(sent))
-    assert len(late) >= events
-    return late
 
 
 def through(sc: Sidecar, mock: Mock, scenario: str, body: dict[str, Any] | None = None,
@@ -220,3 +155,17 @@ def test_request_model_names_cannot_blow_up_metrics(hostile: Sidecar, mock: Mock
     }
     assert len([m for m in models if m.startswith("attacker-model-")]) <= 50
     assert "other" in models
+
+
+def test_headers_no_column_can_hold_still_leave_the_call_recorded(hostile: Sidecar, mock: Mock) -> None:
+    """Issue #26: ``x-ratelimit-remaining-requests: 1e309`` (or NaN) lost the call's record (fail-open broken)."""
+    status, _, sid = through(hostile, mock, "odd_headers")
+    assert status == 200
+    row = hostile.row(sid, timeout=15)
+    assert (row["outcome"], row["input_tokens"], row["output_tokens"]) == ("ok", 3, 1)
+    assert row["ratelimit_remaining_requests"] is None and row["ratelimit_remaining_tokens"] is None
+    assert row["provider_processing_ms"] is None and row["retry_after_s"] is None
+    assert row["request_id"] == "req-\ufffd\ufffd-\ufffdt\ufffd"  # bytes that were not UTF-8: replaced
+    limits = row["ratelimit_headers"]
+    assert limits["x-ratelimit-remaining-requests"] == "1e309" and limits["x-ratelimit-reset-requests"] == "été \ufffd"
+    assert len(limits["x-ratelimit-limit-requests"]) <= 256  # capped (and 256 digits look like a key: redacted)

@@ -94,13 +94,32 @@ def test_base_url_mode_captures_the_node_openai_sdk_on_any_node(proxied: Sidecar
     assert proxied.row(sid, timeout=15)["outcome"] == "ok"
 
 
-def test_the_preload_without_undici_says_so(proxied: Sidecar, tmp_path: Path) -> None:
-    (tmp_path / "x.mjs").write_text("console.log('ran')\n")
-    env = {**clean_env(), "HTTPS_PROXY": proxied.proxy_url, "NODE_OPTIONS": f'--require "{NODE_PRELOAD}"'}
-    r = subprocess.run(["node", "x.mjs"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0 and r.stdout.strip() == "ran"  # the app still runs
-    if not (detect_node() and detect_node().env_proxy):  # type: ignore[union-attr]
-        assert "undici" in r.stderr and "npm i undici" in r.stderr and "base-URL mode" in r.stderr
+def test_the_preload_without_undici_warns_only_when_a_call_goes_around_the_proxy(
+    proxied: Sidecar, tmp_path: Path
+) -> None:
+    """No undici to route Node's fetch: a program whose fetch reaches a provider directly is told its calls are
+    not captured; one that makes no such call (Codex's Node launcher, a local call NO_PROXY exempts) is not."""
+    if detect_node() and detect_node().env_proxy:  # type: ignore[union-attr]
+        pytest.skip("this Node honours NODE_USE_ENV_PROXY: the preload does nothing")
+    direct = "try { await fetch('https://api.openai.com/v1/models') } catch (e) {}\nconsole.log('ran')\n"
+    local = f"try {{ await fetch('http://127.0.0.1:{proxied.admin}/healthz') }} catch (e) {{}}\nconsole.log('ran')\n"
+    programs = {"quiet.mjs": "console.log('ran')\n", "local.mjs": local, "direct.mjs": direct}
+    env = {
+        **clean_env(),
+        "HTTPS_PROXY": proxied.proxy_url,
+        "NO_PROXY": "localhost,127.0.0.1",
+        "NODE_OPTIONS": f'--require "{NODE_PRELOAD}"',
+    }
+    stderr = {}
+    for name, source in programs.items():
+        (tmp_path / name).write_text(source)
+        r = subprocess.run(["node", name], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout.strip() == "ran", r.stderr  # the app still runs
+        stderr[name] = r.stderr
+    assert "LlmtapWarning" not in stderr["quiet.mjs"] and "LlmtapWarning" not in stderr["local.mjs"]
+    warning = stderr["direct.mjs"]
+    assert "api.openai.com went around the proxy" in warning and "not captured" in warning
+    assert "npm i undici" in warning and "base-URL mode" in warning
 
 
 def test_client_env_per_node_version() -> None:

@@ -171,11 +171,60 @@ def test_2000_idle_connections_leave_healthz_and_a_call_working(mock: Mock, tmp_
         stop(sc.proc)
 
 
+def test_out_of_descriptors_the_log_gets_one_line_per_10s(mock: Mock, tmp_path: Path) -> None:
+    """Issue #26: with descriptors exhausted the log got tracebacks by the thousand (mitmproxy's loop handler
+    replaced llmtap's, the admin server's loop had none); docs/security.md promises one line per 10 s."""
+    import os
+
+    from probes import tree
+
+    sc = start_sidecar(tmp_path / "data", mock, "--workers", "1")
+    pids = tree(sc.proc.pid)  # the supervisor (admin server) and its proxy worker
+    limits = {pid: resource.prlimit(pid, resource.RLIMIT_NOFILE) for pid in pids}
+    socks: list[socket.socket] = []
+    try:
+        for pid, (_, hard) in limits.items():
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{pid}/fd")) + 30, hard))
+        before = sc.log.stat().st_size
+        for port in (sc.listen, sc.admin):  # both listeners run out: the proxy's loop and the admin server's
+            for _ in range(100):
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        time.sleep(4.0)  # asyncio retries accept() every second, up to the whole backlog each time
+        grown = sc.log.read_bytes()[before:].decode(errors="replace")
+        assert "Traceback" not in grown, grown[:2000]
+        lines = [line for line in grown.splitlines() if "Too many open files" in line]
+        assert 1 <= len(lines) <= len(pids), grown[:2000]  # one per process at most
+        assert all("cannot accept connections" in line for line in lines), grown[:2000]
+        for s in socks:
+            s.close()
+        socks = []
+        for pid, limit in limits.items():
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, limit)
+        assert _healthy_within(sc, 10.0)  # accept() resumes by itself
+    finally:
+        for s in socks:
+            s.close()
+        stop(sc.proc)
+
+
+def _healthy_within(sc: Sidecar, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if sc.admin_request("GET", "/healthz")[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
 def test_idle_and_slow_clients_are_dropped_and_counted(mock: Mock, tmp_path: Path) -> None:
     """A cap on client connections (the longest idle closed for a new one) and a deadline for the first request."""
     sc = start_sidecar(tmp_path / "data", mock, "--max-client-connections", "100", "--client-header-timeout", "2")
     socks = []
     try:
+        t0 = time.monotonic()
         for _ in range(150):
             s = socket.create_connection(("127.0.0.1", sc.listen), timeout=10)
             s.sendall(b"GET http://example.invalid/ HTTP/1.1\r\nHost: exa")  # never finished
@@ -185,7 +234,12 @@ def test_idle_and_slow_clients_are_dropped_and_counted(mock: Mock, tmp_path: Pat
             model="text-embedding-3-small", input="x", extra_headers={"x-llmtap-session": sid}
         )
         assert sc.row(sid)["status_code"] == 200
-        assert _metric(sc, "llmtap_client_connections_dropped_total", reason="evicted_idle") >= 50
+        evicted = _metric(sc, "llmtap_client_connections_dropped_total", reason="evicted_idle")
+        if time.monotonic() - t0 < 2:  # all of it inside the header deadline: only the cap can have dropped them
+            assert evicted >= 50
+        else:  # a busy machine: some of the first ones reached their deadline before the cap was hit
+            timed_out = _metric(sc, "llmtap_client_connections_dropped_total", reason="header_timeout")
+            assert evicted + timed_out >= 50, (evicted, timed_out)
         time.sleep(3)
         closed = 0
         for s in socks:

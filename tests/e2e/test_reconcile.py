@@ -116,17 +116,19 @@ def test_anthropic_cost_file_tracked_vs_billed_and_min_capture(rec: Sidecar, tmp
     assert "claude-sonnet-4-5" in text.stdout and "tracked_usd" in text.stdout and "capture" in text.stdout
 
 
-def test_openai_admin_key_fetches_every_page(rec: Sidecar) -> None:
-    """With --admin-key, llmtap fetches the organization costs itself (through the sidecar, as any
-    client would: HTTPS_PROXY and its CA bundle), following next_page; the mock bills yesterday and
-    today (llmtap.testing.mock.billing) while llmtap only saw today's gpt-4o call."""
+def test_openai_admin_key_fetches_every_page(rec: Sidecar, tmp_path: Path) -> None:
+    """With an admin key (--admin-key-file: never on the command line), llmtap fetches the organization costs
+    itself (through the sidecar, as any client would: HTTPS_PROXY and its CA bundle), following next_page; the
+    mock bills yesterday and today (llmtap.testing.mock.billing) while llmtap only saw today's gpt-4o call."""
     sid = session_id()
     openai_client(rec).chat.completions.create(
         model="gpt-4o", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-llmtap-session": sid}
     )
     rec.rows(f"session_id = '{sid}'", 1, timeout=10)
     env = {"HTTPS_PROXY": rec.proxy_url, "SSL_CERT_FILE": str(rec.bundle)}
-    res = reconcile(rec, "--provider", "openai", "--admin-key", "sk-admin-test", "--since", "2d", env=env)
+    key = tmp_path / "admin-key"
+    key.write_text("sk-admin-test\n")
+    res = reconcile(rec, "--provider", "openai", "--admin-key-file", str(key), "--since", "2d", env=env)
     assert res.returncode == 1, res.stderr  # yesterday's spend was never seen: capture far below 0.9
     out = json.loads(res.stdout)
     billed = {r["model"]: r["billed_usd"] for r in out["rows"] if r["billed_usd"]}

@@ -163,6 +163,31 @@ def test_responses_stream(proxied: Sidecar) -> None:
     assert row["max_output_tokens"] == 500
 
 
+def test_responses_stream_helper_and_structured_output(proxied: Sidecar) -> None:
+    """The SDK's own accumulators: ``responses.stream()`` builds the answer from the item and content-part events
+    (it raised IndexError on a stream without them), ``responses.parse()`` validates JSON against the model."""
+    from typing import Literal
+
+    import pydantic
+
+    sid = session_id()
+    with oai().responses.stream(model="gpt-4.1", input="hi", extra_headers=hdrs(sid)) as stream:
+        deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        final = stream.get_final_response()
+    assert deltas and final.output_text == deltas and final.status == "completed"
+    assert proxied.row(sid)["outcome"] == "ok"
+
+    class Triage(pydantic.BaseModel):
+        label: Literal["bug", "feature"]
+        confidence: float
+        tags: list[str]
+
+    sid = session_id()
+    parsed = oai().responses.parse(model="gpt-4.1", input="triage", text_format=Triage, extra_headers=hdrs(sid))
+    assert isinstance(parsed.output_parsed, Triage)
+    assert proxied.row(sid)["outcome"] == "ok"
+
+
 def test_responses_failed_rate_limit(proxied: Sidecar) -> None:
     sid = session_id()
     events = list(

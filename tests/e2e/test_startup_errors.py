@@ -48,6 +48,11 @@ def unwritable(tmp: Path) -> str:
     return str(d)
 
 
+def on_busy_ports(tmp: Path, busy: int, *extra: str) -> list[str]:
+    """Both ports held by another process: a bad value must be what is reported, never the port (issue 28)."""
+    return run_args(tmp, "--listen", f"127.0.0.1:{busy}", "--admin", f"127.0.0.1:{busy}", *extra)
+
+
 Case = Callable[[Path, int], tuple[list[str], dict[str, str]]]
 CASES: dict[str, tuple[Case, list[str]]] = {
     "proxy port in use": (lambda t, busy: (run_args(t, "--listen", f"127.0.0.1:{busy}"), {}), ["--listen", "in use"]),
@@ -88,6 +93,30 @@ CASES: dict[str, tuple[Case, list[str]]] = {
     "baseline": (lambda t, _: (["check-cost", "--baseline", "2h", "--admin", ""], {}), ["--baseline", "1d"]),
     "since": (lambda t, _: (["report", "--since", "yesterday"], {}), ["--since", "duration"]),
     "admin address": (lambda t, _: (["sql", "SELECT 1", "--admin", "nonsense:port"], {}), ["--admin", "HOST:PORT"]),
+    "unknown store scheme, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--store", "mysql://x"), {}),
+        ["llmtap run: --store", "'mysql'"],
+    ),
+    "store port, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--store", "clickhouse://u:pw@ch:notaport/llmtap"), {}),
+        ["--store", "'notaport'"],
+    ),
+    "read store on chdb, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--read-store", "clickhouse://r:pw@ch:8123/llmtap"), {}),
+        ["--read-store"],
+    ),
+    "upstream CA missing, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--upstream-ca", str(t / "no-ca.pem")), {}),
+        ["--upstream-ca", "no such file"],
+    ),
+    "price file missing, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--prices", str(t / "no-prices.json")), {}),
+        ["price file", "no-prices.json"],
+    ),
+    "store none without OTLP, ports busy": (
+        lambda t, busy: (on_busy_ports(t, busy, "--store", "none"), {}),
+        ["--store none", "--otlp-endpoint"],
+    ),
     "token file": (
         lambda t, _: (run_args(t, "--admin-token-file", str(t / "missing")), {}),
         ["--admin-token-file", "cannot read"],

@@ -119,7 +119,6 @@ def test_explain_page_shows_the_cli_numbers(browser: Any, sc: Sidecar) -> None:
     latency = page.inner_text("[data-section=latency]")
     assert "duration p95" in latency and "UTC" in latency
     assert errors == []
-    shot(page, "explain")
     page.close()
 
 
@@ -164,7 +163,6 @@ def test_call_page_from_the_explorer(browser: Any, sc: Sidecar) -> None:
     assert "TTFB" in tip and " ms" in tip
     assert errors == []
     page.mouse.move(1, 1)
-    shot(page, "call")
     page.click(f"#page .links a[href='#session?session_id={AGENT_SESSION}']")
     wait_page(page)
     assert page.eval_on_selector("#page", "p => p.dataset.page") == "session"
@@ -195,7 +193,6 @@ def test_session_page_adds_up(browser: Any, sc: Sidecar) -> None:
     assert tiles["calls"] == "13" and tiles["retries"] == str(want["retries"]) == "1" and tiles["errors"] == "1"
     assert tiles["cache hits / misses"] == f"{want['hits']} / 2"
     assert errors == []
-    shot(page, "session")
     page.close()
 
 

@@ -98,11 +98,13 @@ def test_responses_websocket_one_row_per_response(proxied: Sidecar, mock: Mock) 
         "resp_mock456",
     )
     assert ok["max_output_tokens"] == 300 and ok["content_events"] == 6
-    # ttfb: one pause before response.created; ttft: created, in_progress, output_item.added, first delta
-    assert PACE_MS - 1 <= ok["ttfb_ms"] <= PACE_MS + 250
-    assert 4 * PACE_MS - 1 <= ok["ttft_ms"] <= 4 * PACE_MS + 250
+    # ttfb: one pause before response.created; ttft: created, in_progress, output_item.added,
+    # content_part.added, first delta
+    # (lower bounds: the mock waited that long; no upper bound on a busy machine: the order of the marks instead)
+    assert PACE_MS - 1 <= ok["ttfb_ms"] < ok["ttft_ms"]
+    assert ok["ttft_ms"] >= 5 * PACE_MS - 1
     assert ok["ttft_ms"] + ok["decode_ms"] <= ok["duration_ms"] + 0.01
-    assert 5 * PACE_MS - 1 <= ok["decode_ms"] <= 5 * PACE_MS + 250  # 6 deltas, 5 gaps
+    assert ok["decode_ms"] >= 5 * PACE_MS - 1  # 6 deltas, 5 gaps: the first content token is not the last one
     assert ok["request_bytes"] == len(sent[0].encode()) and ok["response_bytes"] > 0
     # a response.failed after the socket opened: a mid-stream rate limit
     assert (failed["outcome"], failed["error_type"], failed["error_code"]) == (
@@ -129,7 +131,7 @@ def test_responses_websocket_cancel_and_server_close(proxied: Sidecar, mock: Moc
     sid = session_id()
     with oai().beta.responses.connect(extra_headers=headers(sid)) as conn:
         conn.send_raw(create(metadata={"mock_scenario": "slow"}))
-        for _ in range(4):  # created, in_progress, item added, one delta: then the client leaves
+        for _ in range(5):  # created, in_progress, item added, part added, one delta: then the client leaves
             conn.recv_bytes()
     time.sleep(0.5)
     (cut,) = proxied.rows(f"session_id = '{sid}'", 1)
@@ -223,8 +225,9 @@ def test_realtime_text_audio_usage_errors_and_cancel(proxied: Sidecar, mock: Moc
         200,
         6,
     )
-    assert PACE_MS - 1 <= text["ttfb_ms"] <= PACE_MS + 250  # response.created
-    assert 3 * PACE_MS - 1 <= text["ttft_ms"] <= 3 * PACE_MS + 250  # created, item added, first delta
+    assert PACE_MS - 1 <= text["ttfb_ms"] < text["ttft_ms"]  # response.created, then
+    assert text["ttft_ms"] >= 3 * PACE_MS - 1  # created, item added, first delta
+    assert text["ttft_ms"] + text["decode_ms"] <= text["duration_ms"] + 0.01 and text["decode_ms"] >= PACE_MS - 1
     assert audio["outcome"] == "ok" and audio["content_events"] == 12  # transcript and audio deltas
     assert (err["outcome"], err["error_type"], err["error_code"]) == ("error", "bad_request", "invalid_value")
     assert err["input_tokens"] == 0
@@ -243,7 +246,10 @@ def test_realtime_text_audio_usage_errors_and_cancel(proxied: Sidecar, mock: Moc
 def test_realtime_server_vad_turn_starts_at_commit(proxied: Sidecar, mock: Mock) -> None:
     sid = session_id()
     chunk = "AAAA" * 120
-    with oai().realtime.connect(model="gpt-realtime", extra_headers=headers(sid)) as conn:
+    pace = 5 * PACE_MS  # a wider pace than the other tests: a busy machine's read delays stay well inside half of it
+    with oai().realtime.connect(
+        model="gpt-realtime", extra_headers=headers(sid, **{"x-mock-delay-ms": str(pace)})
+    ) as conn:
         until(conn, "session.created")
         conn.send_raw(
             json.dumps(
@@ -264,8 +270,9 @@ def test_realtime_server_vad_turn_starts_at_commit(proxied: Sidecar, mock: Mock)
     (row,) = realtime_rows(proxied, sid, 1)
     assert row["outcome"] == "ok" and row["request_bytes"] == 0  # no response.create: the server started it
     # from the commit to response.created: both are server messages, seen as the proxy reads them, so a late
-    # read of the first (a busy loop) shortens the gap the mock paced; from anything earlier it would be longer
-    assert PACE_MS - 10 <= row["ttfb_ms"] <= PACE_MS + 250
+    # read of the first (a busy loop) shortens the gap the mock paced; from anything earlier (speech_stopped,
+    # the last append) it would be at least one more pace longer
+    assert pace / 2 <= row["ttfb_ms"] <= pace * 1.5, row["ttfb_ms"]
 
 
 def test_realtime_beta_client_and_refused_upgrade(proxied: Sidecar) -> None:
@@ -316,6 +323,30 @@ def test_frames_are_not_held_back(proxied: Sidecar, mock: Mock) -> None:
         ms = [(r - s) * 1000 for r, s in zip(received, sent_at, strict=True)]
         first.append(ms[0])
         lags += ms
+    # A message held back until the next one arrives is late by a whole pace: the median message and the
+    # median socket's first message arrive well inside one (a busy machine delays a few, not the median).
     lags.sort()
-    assert lags[len(lags) // 2] < 15, lags  # median per message
-    assert max(first) < 50, first  # no first-message hold-back
+    first.sort()
+    assert lags[len(lags) // 2] < PACE_MS / 2, lags
+    # the first: the mock sends nothing more until the client answers it, so a hold-back until the next message
+    # would hang; a timed hold-back (~60 ms was once reported) shows on the median socket
+    assert first[len(first) // 2] < PACE_MS, first
+
+
+def test_a_large_fragmented_create_is_answered(proxied: Sidecar, mock: Mock) -> None:
+    """A 200 KB response.create (Codex sends ~74 KB and more), sent as 50 fragments in separate TCP writes: the
+    mock answers the whole message, however its pieces arrive."""
+    from llmtap.testing.rawws import RawWebSocket
+
+    sid = session_id()
+    ws = RawWebSocket("api.openai.com", "/v1/responses", headers(sid), proxied.bundle, ("127.0.0.1", proxied.listen))
+    message = create(instructions="x" * 200_000)
+    for frame in ws.out.fragments(message, 50):
+        ws.send(frame)  # a write each
+    got = ws.until("response.completed")
+    ws.close()
+    assert json.loads(got[-1])["response"]["status"] == "completed"
+    sock = socket_log(mock, sid)
+    assert sock["received"] == [message]  # one message, whole
+    (row,) = proxied.rows(f"session_id = '{sid}'", 1)
+    assert (row["outcome"], row["input_tokens"], row["output_tokens"]) == ("ok", 12033, 44)

@@ -21,7 +21,10 @@ SHAPES = {
     "json password": "hunter2-PLANTED-pw",
     "json client secret": "cs-PLANTED-value-42",
     "bearer-like": "Zk9QTEFOVEVEMTIzNDU2Nzg5YWJjZGVmZ2hpamtsbW5vcA",
+    "connection url password": "PLANTED-db-pw-9x",  # issue #26
+    "aws secret unnamed": "Zq8PLANTEDsecretKEY/abc+def0123456789ABC",  # issue #26: 40 characters, no name
 }
+assert len(SHAPES["aws secret unnamed"]) == 40
 TEXT = (
     f"SignatureDoesNotMatch: Authorization: AWS4-HMAC-SHA256 Credential={SHAPES['sigv4 credential']}/20261201/"
     f"us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature={SHAPES['sigv4 signature']} "
@@ -29,5 +32,7 @@ TEXT = (
     f"keys {SHAPES['anthropic']}, {SHAPES['openai project']}, {SHAPES['google']}, {SHAPES['groq']}, "
     f"{SHAPES['huggingface']}; azure api-key {SHAPES['azure hex']} "
     f'{{"password": "{SHAPES["json password"]}", "client_secret": "{SHAPES["json client secret"]}"}} '
-    f"and then {SHAPES['bearer-like']} appeared"
+    f"and then {SHAPES['bearer-like']} appeared; "
+    f"DATABASE_URL=postgres://app:{SHAPES['connection url password']}@db.internal:5432/prod, "
+    f"key pair AKIAZPLANTED0KEY0ID1 {SHAPES['aws secret unnamed']}"
 )

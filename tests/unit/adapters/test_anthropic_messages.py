@@ -43,11 +43,13 @@ def test_server_tool_web_search_stream() -> None:
     # anthropic/web_search_stream.sse: two server_tool_use blocks (web_search) with 15
     # input_json_delta of which 2 are empty, two web_search_tool_result blocks, 48 text_delta,
     # citations; message_delta usage {input 31772, output 644, server_tool_use.web_search_requests 2}.
+    # The searches ran on Anthropic's side: billed server tool uses, nothing for the client to run (issue #27).
     check(
         "anthropic/web_search_stream.sse",
         {
             **OK,
-            "tool_calls": 2,
+            "tool_calls": 0,
+            "server_tool_calls": {"web_search": 2},
             "content_events": 2 + 13 + 48,
             "input_tokens": 31772,
             "output_tokens": 644,

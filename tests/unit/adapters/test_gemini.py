@@ -115,3 +115,44 @@ def test_vertex_flex_stream() -> None:
 def test_vertex_path_on_a_proxy_host() -> None:
     r = replay_row("vertex/flex_stream_thoughts.sse", host="vertex-proxy.example.com")
     assert (r.provider, r.request_model, r.output_tokens) == ("gcp.vertex_ai", "gemini-3-flash-preview", 101)
+
+
+def test_vertex_numeric_enums_are_read_as_their_names() -> None:
+    # vertex/json_enum_int.json (Vertex REST with enum-encoding=int): one candidate "This is a test." with
+    # "finishReason": 1 (STOP in Candidate.FinishReason of the API reference); usage {prompt 5, candidates 5,
+    # thoughts 294}: output = 5 + 294; modelVersion gemini-2.5-pro, responseId T5akaImrHM2Dm9IPlu_Z0QI.
+    check(
+        "vertex/json_enum_int.json",
+        {
+            **OK,
+            "provider": "gcp.vertex_ai",
+            "request_model": "gemini-2.5-pro",
+            "response_model": "gemini-2.5-pro",
+            "response_id": "T5akaImrHM2Dm9IPlu_Z0QI",
+            "stream": False,
+            "finish_reason": "stop",
+            "finish_reason_raw": "STOP",
+            "input_tokens": 5,
+            "output_tokens": 299,
+            "reasoning_tokens": 294,
+        },
+    )
+
+
+def test_gemini_service_tier_is_the_one_that_served() -> None:
+    # gemini/stream_thoughts_service_tier.sse: every chunk's usageMetadata has "serviceTier": "standard"; the last
+    # {prompt 11, candidates 703, thoughts 713}, finishReason STOP; the request asked for no tier.
+    r = check(
+        "gemini/stream_thoughts_service_tier.sse",
+        {
+            **OK,
+            "stream": True,
+            "finish_reason": "stop",
+            "input_tokens": 11,
+            "output_tokens": 1416,
+            "reasoning_tokens": 713,
+            "service_tier": "standard",
+            "request_service_tier": "",
+        },
+    )
+    assert r.response_id == "iCUhao2zJ-LHjuMP1vvH2Qk"

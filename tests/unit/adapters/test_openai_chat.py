@@ -370,6 +370,8 @@ _KEYS = st.sampled_from(["error", "object", "type", "message", "Message", "code"
 _VALUES = st.sampled_from(["error", "chat.completion.chunk", "", None, {}, {"message": "m"}, "boom", 429]) | _JSON
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=500, deadline=None)
 @given(st.dictionaries(_KEYS, _VALUES, max_size=5))
 def test_the_cheap_error_test_misses_no_error(obj: dict[str, Any]) -> None:

@@ -158,3 +158,27 @@ def test_agent_endpoints_and_path_limited_hosts() -> None:
     assert route_ws("chatgpt.com", "/backend-api/codex/responses", NO_HEADERS) is not None
     assert route_ws("chatgpt.com", "/backend-api/conversation", NO_HEADERS) is None
     assert route_ws("api.openai.com", "/v1/realtime/translations", NO_HEADERS) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "path"),
+    [
+        # Claude Code 2.1 under llmtap exec (issue #31), and token counting / uploads from the providers' references
+        ("api.anthropic.com", "/api/event_logging/v2/batch"),
+        ("api.anthropic.com", "/api/eval/sdk-zAZezfDKGoZuXXKe"),
+        ("api.anthropic.com", "/v1/messages/count_tokens?beta=true"),
+        ("api.openai.com", "/v1/files"),
+        ("generativelanguage.googleapis.com", "/v1beta/models/gemini-2.5-flash:countTokens"),
+        ("generativelanguage.googleapis.com", "/upload/v1beta/files"),
+    ],
+)
+def test_known_non_llm_paths_are_other_requests(host: str, path: str) -> None:
+    """The contract's "Which rows are LLM calls": recorded with api '' and operation 'other', whatever they resemble."""
+    m = route("POST", host, path, NO_HEADERS)
+    assert m is not None and m.api == "" and m.adapter.operation == "other"
+    assert m.provider == provider_for_host(host)
+
+
+def test_a_model_call_beside_them_is_still_a_call() -> None:
+    assert route("POST", "api.anthropic.com", "/v1/messages", NO_HEADERS).api == "anthropic.messages"  # type: ignore[union-attr]
+    assert route("GET", "api.anthropic.com", "/v1/models", NO_HEADERS) is None  # a listing: no row at all

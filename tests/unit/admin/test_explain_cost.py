@@ -20,6 +20,8 @@ from llmtap.record import CallRecord
 from llmtap.store.embedded import ChdbBackend
 from llmtap.telemetry.semconv import otel_traces_row
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 T1 = 1_750_000_000  # the end of every window here (a whole second)
 _svc = itertools.count()
 
@@ -34,16 +36,20 @@ class Call:
     input_tokens: int = 1000
     output_tokens: int = 100
     cache_read: int = 0
-    in_price: float = 2e-6  # uncached input price
+    in_price: float = 2e-6  # uncached input price at the text rate
     cache_factor: float = 1.0  # input cost / uncached input cost
     out_price: float = 8e-6
     extra: float = 0.0  # cost the input/output split does not cover
     attempt: int = 1
     provider: str = "openai"
     priced: bool = True
+    modal_in: float = 1.0  # uncached input cost / the same input at the text rate (audio, images)
+    modal_out: float = 1.0  # output cost / the same output at the text rate
+    tool: float = 0.0  # server tool fees (tool_cost_usd)
 
     def record(self, service: str) -> CallRecord:
         r = CallRecord(
+            api="openai.chat_completions",  # an LLM call: analyses read no other request
             timestamp=T1 - self.ago,
             trace_id=f"{next(_svc):032x}",
             span_id="0" * 16,
@@ -61,17 +67,21 @@ class Call:
             status_code=200,
         )
         if self.priced:
-            unc = self.input_tokens * self.in_price
+            r.text_rate_input_cost_usd = self.input_tokens * self.in_price
+            unc = r.text_rate_input_cost_usd * self.modal_in
             r.uncached_input_cost_usd = unc
             r.input_cost_usd = unc * self.cache_factor
-            r.output_cost_usd = self.output_tokens * self.out_price
-            r.cost_usd = r.input_cost_usd + r.output_cost_usd + self.extra
+            r.text_rate_output_cost_usd = self.output_tokens * self.out_price
+            r.output_cost_usd = r.text_rate_output_cost_usd * self.modal_out
+            r.tool_cost_usd = self.tool
+            r.cost_usd = r.input_cost_usd + r.output_cost_usd + self.tool + self.extra
         return r
 
     def cost(self) -> float:
         if not self.priced:
             return 0.0
-        return self.input_tokens * self.in_price * self.cache_factor + self.output_tokens * self.out_price + self.extra
+        inp = self.input_tokens * self.in_price * self.modal_in * self.cache_factor
+        return inp + self.output_tokens * self.out_price * self.modal_out + self.tool + self.extra
 
 
 def load(store: ChdbBackend, calls: Iterable[Call]) -> str:
@@ -109,6 +119,40 @@ def only(rows: list[dict[str, Any]], driver: str, feature: str, expected: float)
     assert ds[(driver, feature)] == pytest.approx(expected, rel=1e-9), ds
     rest = {k: v for k, v in ds.items() if k != (driver, feature)}
     assert all(abs(v) < 1e-12 for v in rest.values()), rest
+
+
+def test_audio_share_is_modality_mix(inproc_store: ChdbBackend) -> None:
+    # the same calls, tokens and text prices; in the window a larger share of input and output is audio, priced
+    # above text (uncached input 3x its text-rate cost, output 2x): all of the change is modality_mix
+    b = [baseline(ago=86400 + 60 * (i + 1), modal_in=1.2, modal_out=1.1) for i in range(4)]
+    w = [window(ago=60 * (i + 1), modal_in=3.0, modal_out=2.0) for i in range(4)]
+    svc = load(inproc_store, b + w)
+    only(drivers(inproc_store, svc), "modality_mix", "f", sum(c.cost() for c in w) - sum(c.cost() for c in b))
+
+
+def test_tool_fees_per_call_are_tool_calls(inproc_store: ChdbBackend) -> None:
+    b = [baseline(ago=86400 + 60 * (i + 1), tool=0.01) for i in range(5)]
+    w = [window(ago=60 * (i + 1), tool=0.035) for i in range(5)]
+    svc = load(inproc_store, b + w)
+    only(drivers(inproc_store, svc), "tool_calls", "f", 5 * (0.035 - 0.01))
+
+
+def test_audio_share_and_tool_fees_beside_volume_sum_to_the_change(inproc_store: ChdbBackend) -> None:
+    # issue #27: an audio-share change and a tool-fee change named as their own drivers, with a volume change
+    # beside them, summing to the cost change (LMDI: exactly; the contract asks 1%)
+    b = [baseline(ago=86400 + 60 * (i + 1), modal_in=1.5, tool=0.01) for i in range(10)]
+    w = [window(ago=60 * (i + 1), modal_in=4.0, tool=0.04) for i in range(13)]
+    svc = load(inproc_store, b + w)
+    total, ds = split(drivers(inproc_store, svc))
+    delta = sum(c.cost() for c in w) - sum(c.cost() for c in b)
+    assert total["delta_usd"] == pytest.approx(delta, rel=1e-9)
+    assert sum(ds.values()) == pytest.approx(delta, rel=1e-9)
+    assert ds[("modality_mix", "f")] > 0 and ds[("tool_calls", "f")] > 0 and ds[("volume", "f")] > 0
+    # each driver is its factor's share: LMDI of tool fees = L(T1, T0) · ln(τ1 / τ0)
+    import math
+
+    t1, t0 = 13 * 0.04, 10 * 0.01
+    assert ds[("tool_calls", "f")] == pytest.approx((t1 - t0) / math.log(t1 / t0) * math.log(0.04 / 0.01), rel=1e-9)
 
 
 def test_volume(inproc_store: ChdbBackend) -> None:

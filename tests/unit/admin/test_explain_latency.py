@@ -18,6 +18,8 @@ from llmtap.store.embedded import ChdbBackend
 from llmtap.telemetry.semconv import otel_traces_row
 from llmtap.testing import scenarios
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 _n = itertools.count()
 
 
@@ -78,6 +80,7 @@ def _iso(t: float) -> str:
 
 def _call(ts: float, **kw: Any) -> CallRecord:
     r = CallRecord(
+        api="openai.chat_completions",  # an LLM call: analyses read no other request
         timestamp=ts,
         trace_id=f"{next(_n):032x}",
         span_id=f"{next(_n):016x}",

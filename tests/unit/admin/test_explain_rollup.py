@@ -19,6 +19,8 @@ from llmtap.record import CallRecord
 from llmtap.store.embedded import ChdbBackend
 from llmtap.telemetry.semconv import otel_traces_row
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 T1 = 1_750_000_000.25  # mid-hour, with a fraction: every period boundary cuts an hour
 HOUR = 3600
 
@@ -30,6 +32,7 @@ def calls(service: str, n: int, seed: int) -> list[CallRecord]:
         inp, outp = rnd.choice([0, 40, 900, 5000]), rnd.choice([0, 10, 300])
         unc = inp * rnd.choice([1e-6, 3e-6])
         r = CallRecord(
+            api="openai.chat_completions",  # LLM calls: the rollup holds no other request
             timestamp=T1 - rnd.uniform(0, 9 * 86400),
             trace_id=f"{seed:08x}{i:024x}",
             span_id="0" * 16,
@@ -118,8 +121,9 @@ def test_hours_rolled_up_before_the_explain_columns_are_read_from_the_calls(inpr
     hour = int(T1 - 5 * HOUR) // HOUR * HOUR
     row = (
         f"INSERT INTO llm_calls_hourly (hour, service, provider, request_model, feature, first_priced_calls, "
-        f"first_cost_usd_sum, first_output_cost_usd_sum, explain_ready) VALUES "
-        f"(toDateTime({hour}, 'UTC'), '{service}', 'openai', 'm1', 'a', 1000, 5000.0, 5000.0, {{ready}})"
+        f"first_cost_usd_sum, first_output_cost_usd_sum, first_text_rate_output_cost_usd_sum, explain_ready, "
+        f"explain_modal_ready) VALUES "
+        f"(toDateTime({hour}, 'UTC'), '{service}', 'openai', 'm1', 'a', 1000, 5000.0, 5000.0, 5000.0, {{ready}}, 1)"
     )
     inproc_store.query(row.format(ready=1), "CSV")
     after = {r["driver"]: r for r in explain(inproc_store, service, by, **periods) if r["driver"] == "total"}

@@ -13,6 +13,8 @@ from llmtap.record import CallRecord
 from llmtap.store.embedded import ChdbBackend
 from llmtap.telemetry.semconv import otel_traces_row
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 T = 1_700_000_000.0
 _n = itertools.count()
 

@@ -25,6 +25,8 @@ from llmtap.admin.sqlguard import ALLOWED_TABLES
 from llmtap.store.embedded import ChdbBackend
 from llmtap.store.readonly import QueryLimits, param_value
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 
 @pytest.fixture
 def reads(inproc_store: ChdbBackend) -> Reads:

@@ -27,7 +27,7 @@ def test_a_hung_store_is_reported_within_the_probe_timeout(monkeypatch: pytest.M
     probe = StoreProbe(hung)
     t = time.monotonic()
     st = probe.status()
-    assert time.monotonic() - t < 1.0
+    assert time.monotonic() - t < 4.5  # not the hung read's 5 s: the probe's own timeout (0.3 s) answered
     assert st["ok"] is False and "not answered" in st["error"]
     release.set()
     time.sleep(0.1)

@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from llmtap.admin.queries import RULES
+from llmtap.admin.queries import RULES, AlertRule
 from llmtap.alerts import STATE_FILE, Evaluator
 from llmtap.alerts.evaluator import Event, Instance
 from llmtap.alerts.notifier import AlertThread
 from llmtap.store.embedded import ChdbBackend
 from llmtap.testing import synthetic
+
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
 
 # Each test owns a stretch of time far from every other test's data (the in-process store is shared).
 BASE = 1_600_000_000.0
@@ -137,7 +139,8 @@ def _event(status: str, n: int) -> Event:
 
 
 def test_deliveries_are_retried_with_backoff_in_order(receiver: Receiver, tmp_path: Path) -> None:
-    t = AlertThread(lambda sql, fmt: b"{}", tmp_path, receiver.url, 60)
+    now = [1_000_000.0]  # the retry clock, moved by the test
+    t = AlertThread(lambda sql, fmt: b"{}", tmp_path, receiver.url, 60, clock=lambda: now[0])
     t.evaluator.state.outbox += [_event("firing", 1), _event("resolved", 1)]
     t._deliver()  # 500: retry in 1 s
     assert receiver.bodies == [] and t.evaluator.state.outbox[0].attempts == 1
@@ -145,12 +148,13 @@ def test_deliveries_are_retried_with_backoff_in_order(receiver: Receiver, tmp_pa
     assert t.evaluator.state.outbox[0].attempts == 1
     saved = json.loads((tmp_path / STATE_FILE).read_text())
     assert len(saved["outbox"]) == 2  # what is not delivered survives a restart
-    import time
-
-    time.sleep(1.1)
+    now[0] += 1.1
     t._deliver()  # 500 again: retry in 2 s
     assert t.evaluator.state.outbox[0].attempts == 2
-    time.sleep(2.1)
+    now[0] += 1.8
+    t._deliver()  # not yet due
+    assert receiver.bodies == [] and t.evaluator.state.outbox[0].attempts == 2
+    now[0] += 0.3
     t._deliver()
     assert [b["status"] for b in receiver.bodies] == ["firing", "resolved"]
     assert not t.evaluator.state.outbox and t.delivered == 2
@@ -170,3 +174,52 @@ def test_a_store_that_is_away_resolves_nothing(tmp_path: Path) -> None:
     assert ev.evaluate(1_000.0) == []
     assert ev.state.instances["k"].state == "firing"  # not resolved by an outage
     assert len(calls) == 1  # and the other rules were not tried against a store that is away
+
+
+HOSTILE_MODEL = "<!channel> <https://evil.example/login|Reset your key> &lt;!here&gt; *bold* `x` @here\x1b[2J\x07"
+
+
+def _hostile_rule() -> AlertRule:
+    return AlertRule("llmtap-test-hostile", "LLM <test> & rule", lambda t1: "SELECT 1", 1.0, "0s",
+                     "{{ $labels.model }}/{{ $labels.feature }}: {{ $values.B }} of calls fail")  # fmt: skip
+
+
+def _answer(model: bytes, feature: bytes) -> bytes:
+    """The store's JSON answer, as bytes: a label may hold bytes that are not UTF-8 (a stored lone surrogate)."""
+    meta = b'{"meta": [{"name": "model", "type": "String"}, {"name": "feature", "type": "String"}, '
+    meta += b'{"name": "value", "type": "Float64"}], "data": [{"model": "'
+    return meta + model + b'", "feature": "' + feature + b'", "value": 5}]}'
+
+
+def _delivered(receiver: Receiver, tmp_path: Path, answer: bytes) -> dict[str, Any]:
+    ev = Evaluator(lambda sql, fmt: answer, tmp_path / STATE_FILE, [_hostile_rule()])
+    assert [e.status for e in ev.evaluate(1_000.0)] == ["firing"]
+    receiver.fail = 0
+    AlertThread(lambda sql, fmt: b"{}", tmp_path, receiver.url, 60)._deliver()  # from the saved state
+    (body,) = receiver.bodies
+    json.dumps(body, ensure_ascii=False).encode("utf-8")  # strict consumers: no lone surrogate anywhere
+    return body
+
+
+def test_webhook_text_quotes_every_label_for_slack_and_plain_json(receiver: Receiver, tmp_path: Path) -> None:
+    """#26: a model named ``<!channel> <https://evil.example/login|…>`` pinged the channel with a phishing link.
+    In ``text`` every label is Slack inline code (no ``<``, ``>`` or ``&`` left to parse, no formatting, no link);
+    ``labels`` and ``summary`` keep the values as plain text without control characters."""
+    body = _delivered(receiver, tmp_path, _answer(json.dumps(HOSTILE_MODEL)[1:-1].encode(), b"summarize"))
+    text = body["text"]
+    assert "<" not in text and ">" not in text and "&lt;!channel&gt;" in text
+    assert text.startswith("[FIRING] LLM &lt;test&gt; &amp; rule: `")
+    outside = text.split("`")[0::2]  # what is not inside inline code
+    assert not any(s in part for part in outside for s in ("evil.example", "@here", "*bold*", "!channel"))
+    assert "\x1b" not in json.dumps(body) and "\\x1b[2J" in text
+    assert body["labels"] == {"model": HOSTILE_MODEL.replace("\x1b", "\\x1b").replace("\x07", "\\x07"),
+                              "feature": "summarize"}  # fmt: skip
+    assert body["summary"].startswith("<!channel> <https://evil.example/login|Reset your key>")  # plain: as sent
+    assert body["unfurl_links"] is False and body["unfurl_media"] is False
+
+
+def test_a_label_that_is_not_utf8_fails_no_rule(receiver: Receiver, tmp_path: Path) -> None:
+    """A stored lone surrogate (``"\\ud800"`` in a request's JSON) comes back as bytes that are not UTF-8: it reached
+    the webhook as a lone surrogate, which strict JSON parsers refuse (the notification lost); now it is U+FFFD."""
+    body = _delivered(receiver, tmp_path, _answer(b"gpt\xed\xa0\x80", b"sum"))
+    assert body["labels"]["model"] == "gpt\ufffd\ufffd\ufffd" and "gpt\ufffd" in body["summary"]

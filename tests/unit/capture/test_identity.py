@@ -22,6 +22,20 @@ from llmtap.capture.identity import agent_user, billing, body_session
         # gemini-cli contentGenerator.ts: `GeminiCLI/${version}[/${model}] (${platform}; ${arch})`
         ("GeminiCLI/0.9.0 (linux; x64)", "gemini-cli", "0.9.0"),
         ("GeminiCLI/0.30.0/gemini-2.5-pro (darwin; arm64)", "gemini-cli", "0.30.0"),
+        # since 0.4x the surface is in the name: a gemini-cli 0.44.1 error report's Gaxios request config (verbatim,
+        # the googleapis client's UA appended), and the prefix seen from @google/gemini-cli 0.61.0 (issue #31:
+        # "GeminiCLI-tui/0.61.0/…"), completed in the same form
+        ("GeminiCLI-tui/0.61.0/gemini-2.5-flash (linux; x64; terminal)", "gemini-cli", "0.61.0"),
+        (
+            "GeminiCLI-tui/0.44.1/gemini-3.1-pro-preview (darwin; arm64; terminal) google-api-nodejs-client/9.15.1",
+            "gemini-cli",
+            "0.44.1",
+        ),
+        # Cline's buildExternalBasicHeaders: `Cline/${ExtensionRegistryInfo.version}`
+        ("Cline/3.74.0", "cline", "3.74.0"),
+        # opencode on the AI SDK under Bun (as a gateway's client table records it): the agent, not the runtime
+        ("opencode/1.3.13 ai-sdk/provider-utils/4.0.21 runtime/bun/1.3.13", "opencode", "1.3.13"),
+        ("Bun/1.3.1", "bun", "1.3.1"),  # Bun's own fetch: the runtime, all a UA says (Claude Code's telemetry)
         ("GitHubCopilotChat/0.26.7", "github-copilot", "0.26.7"),
         ("GithubCopilot/1.155.0", "github-copilot", "1.155.0"),
         (

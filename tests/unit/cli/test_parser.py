@@ -171,6 +171,7 @@ def test_a_store_that_is_not_there_is_one_line(capsys: pytest.CaptureFixture[str
         (["explain-cost", "--by", "colour"], "--by takes"),
         (["explain-latency", "--quantile", "p99"], "--quantile must be between"),
         (["explain-cost", "--window", "2d", "--baseline", "7d"], "--window must be"),
+        (["explain-cost", "--window", "1x"], "--window: expected a duration"),
         (["reconcile", "--provider", "openai"], "give the cost report"),
     ],
 )
@@ -187,7 +188,7 @@ def test_bad_input_to_the_read_commands_is_one_line(
         (["check-cost", "--threshold", "abc"], "20%"),
         (["check-cost", "--min-samples", "0"], ">= 1"),
         (["run", "--log-format", "xml"], "invalid choice"),
-        (["nonsense"], "invalid choice"),
+        (["nonsense"], "unknown command 'nonsense'"),
     ],
 )
 def test_what_argparse_refuses_is_one_line_and_exit_2(
@@ -203,6 +204,42 @@ def test_what_argparse_refuses_is_one_line_and_exit_2(
 def test_check_cost_reads_its_threshold_as_a_fraction() -> None:
     args: Any = build_parser(Environment.of({})).parse_args(["check-cost", "--threshold", "35%"])
     assert args.threshold == pytest.approx(0.35) and isinstance(args, argparse.Namespace)
+
+
+@pytest.mark.parametrize(("text", "value"), [("20%", 0.2), ("0.2", 0.2), ("1", 1.0), ("150%", 1.5), ("0", 0.0)])
+def test_a_threshold_is_a_percentage_or_a_fraction(text: str, value: float) -> None:
+    args: Any = build_parser(Environment.of({})).parse_args(["check-cost", "--threshold", text])
+    assert args.threshold == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["20", "1.5", "58"])
+def test_a_bare_threshold_above_1_is_refused_as_ambiguous(capsys: pytest.CaptureFixture[str], text: str) -> None:
+    with pytest.raises(SystemExit) as e:
+        build_parser(Environment.of({})).parse_args(["check-cost", "--threshold", text])
+    assert e.value.code == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith("llmtap check-cost: argument --threshold: ") and f"({text}%)" in err and "ambiguous" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "--lisen", "127.0.0.1:1"], "llmtap run: unknown flag --lisen: did you mean --listen?"),
+        (["sql", "SELECT 1", "--formt", "CSV"], "llmtap sql: unknown flag --formt: did you mean --format?"),
+        (["check-cost", "--treshold=20%"], "llmtap check-cost: unknown flag --treshold: did you mean --threshold?"),
+        (["report", "--zzzz"], "llmtap report: unknown flag --zzzz (see"),
+        (["sql", "SELECT 1", "extra"], "llmtap sql: unexpected argument 'extra'"),
+        (["chek-cost"], "llmtap: unknown command 'chek-cost': did you mean check-cost?"),
+    ],
+)
+def test_an_unknown_flag_is_named_by_its_command_with_the_likely_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        build_parser(Environment.of({})).parse_args(argv)
+    assert e.value.code == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(said), err
 
 
 def test_the_environment_is_read_once_into_types() -> None:

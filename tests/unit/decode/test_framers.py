@@ -25,6 +25,8 @@ def pieces(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=200, deadline=None)
 @given(objects, st.lists(st.integers(0, 5000), max_size=20), st.sampled_from(["\n", "\r\n"]))
 def test_ndjson_any_chunking(objs: list[dict[str, object]], cuts: list[int], eol: str) -> None:
@@ -34,6 +36,8 @@ def test_ndjson_any_chunking(objs: list[dict[str, object]], cuts: list[int], eol
     assert out == objs
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=200, deadline=None)
 @given(objects, st.lists(st.integers(0, 5000), max_size=20))
 def test_json_array_any_chunking(objs: list[dict[str, object]], cuts: list[int]) -> None:

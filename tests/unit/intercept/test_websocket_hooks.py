@@ -15,6 +15,7 @@ from wsproto.frame_protocol import Opcode
 
 from llmtap import handoff
 from llmtap.capture import Capture, End
+from llmtap.capture.build import build
 from llmtap.capture.recorder import Recorder
 from llmtap.intercept.addon import AddonConfig, LlmTapAddon
 from llmtap.intercept.attribution import Fingerprinter
@@ -29,6 +30,7 @@ class Pipe:
 
     def submit(self, cap: Capture, end: End) -> None:
         self.got.append((cap, end))
+        build(cap, end, None)  # as the pipeline does: what the capture's body buffered is given back
 
     def put(self, msg: handoff.Message) -> None:
         self.recorder.handle(0, [msg])

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import typing
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,12 +65,16 @@ def records(draw: st.DrawFn) -> CallRecord:
     return r
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=400, deadline=None)
 @given(records(), st.dictionaries(TEXT, TEXT, max_size=2))
 def test_one_pass_is_the_two_step_bytes(r: CallRecord, resource: dict[str, str]) -> None:
     assert encode_record(r, resource) == rowbinary.encode(otel_traces_row(r, resource))
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=200, deadline=None)
 @given(records(), st.sampled_from(FIELDS), st.one_of(st.integers(-3, 10**6), FLOATS, TEXT, st.booleans()))
 def test_a_value_of_another_type_than_its_column_is_encoded_as_before(r: CallRecord, name: str, v: object) -> None:
@@ -81,6 +86,8 @@ def test_a_value_of_another_type_than_its_column_is_encoded_as_before(r: CallRec
     assert encode_record(r) == want
 
 
+@pytest.mark.slow  # hundreds of examples: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 @settings(max_examples=2000, deadline=None)
 @given(FLOATS)
 def test_number_is_es6(v: float) -> None:

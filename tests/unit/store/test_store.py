@@ -17,6 +17,8 @@ from llmtap.store.writer import rejects_rows
 from llmtap.telemetry.semconv import otel_traces_row
 from llmtap.testing import builders, synthetic
 
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
+
 
 @pytest.fixture
 def backend(inproc_store: ChdbBackend) -> ChdbBackend:

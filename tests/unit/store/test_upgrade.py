@@ -8,7 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from llmtap.store.schema import SCHEMA_VERSION, upgrade_statements
+
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
 
 V1 = Path(__file__).with_name("fixtures") / "schema_v1.sql"
 
@@ -83,7 +87,8 @@ def test_rollup_rows_of_an_earlier_version_are_not_explain_ready(tmp_path: Path)
             s.query(stmt)
         s.query(\"\"\"INSERT INTO llmtap.otel_traces (Timestamp, TraceId, SpanId, SpanName, SpanKind, ServiceName,
             ScopeName, SpanAttributes, Duration) VALUES (now64(9) - INTERVAL 2 HOUR, 'old', 'old', 'chat m', 'Client',
-            'svc', 'llmtap', map('gen_ai.request.model', 'm', 'llmtap.outcome', 'ok', 'llmtap.cost_usd', '0.5',
+            'svc', 'llmtap', map('llmtap.api', 'openai.chat_completions', 'gen_ai.request.model', 'm',
+            'llmtap.outcome', 'ok', 'llmtap.cost_usd', '0.5',
             'llmtap.input_cost_usd', '0.5', 'gen_ai.usage.input_tokens', '100'), 1000000)\"\"\")
         s.close()
     """)
@@ -94,8 +99,8 @@ def test_rollup_rows_of_an_earlier_version_are_not_explain_ready(tmp_path: Path)
         from llmtap.store.embedded import ChdbBackend
         from llmtap.telemetry.semconv import otel_traces_row
         b = ChdbBackend(__import__("pathlib").Path({str(store)!r}))
-        r = CallRecord(timestamp=time.time() - 7200, trace_id="ab" * 16, span_id="new", service="svc",
-                       request_model="m", cost_usd=0.25, input_cost_usd=0.25, input_tokens=50)
+        r = CallRecord(api="openai.chat_completions", timestamp=time.time() - 7200, trace_id="ab" * 16, span_id="new",
+                       service="svc", request_model="m", cost_usd=0.25, input_cost_usd=0.25, input_tokens=50)
         b.insert_spans([otel_traces_row(r)])
         ready = b.query("SELECT explain_ready, first_priced_calls FROM llm_calls_hourly ORDER BY explain_ready",
                         "JSONCompactEachRow")

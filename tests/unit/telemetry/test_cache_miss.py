@@ -40,7 +40,9 @@ class Session:
         self.scope = scope
         self.analyzer = CacheMissAnalyzer(lambda r, tokens: tokens * PRICE)
 
-    def call(self, b: dict[str, Any], t: float, session: str = "s1", model: str = "claude-sonnet-4-5") -> CallRecord:
+    def call(
+        self, b: dict[str, Any], t: float, session: str = "s1", model: str = "claude-sonnet-4-5", key: str = ""
+    ) -> CallRecord:
         b = {**b, "model": model}
         u = prompt_cache.usage(b, self.scope, 300.0, now=t)
         r = CallRecord(
@@ -49,6 +51,7 @@ class Session:
             api="anthropic.messages",
             request_model=model,
             session_id=session,
+            api_key_id=key,
             usage_source="provider",
             input_tokens=u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
             cache_read_tokens=u["cache_read_input_tokens"],
@@ -80,11 +83,29 @@ def test_each_reason_in_one_session() -> None:
         "history_changed",
         "model_changed",
     ]
-    assert got[0].cache_miss_cost_usd == pytest.approx(got[0].cache_write_tokens * PRICE)
+    assert got[0].cache_write_tokens > 0 and got[0].cache_miss_cost_usd == 0.0  # a cold start, not a miss (#27)
     assert got[1].cache_miss_cost_usd == 0.0
     for prev, r in itertools.pairwise(got[1:]):  # what the previous call had cached and this one did not read
         lost = min(prev.cache_read_tokens + prev.cache_write_tokens, r.input_tokens) - r.cache_read_tokens
         assert lost > 0 and r.cache_miss_cost_usd == pytest.approx(lost * PRICE)
+
+
+def test_a_prefix_an_earlier_session_cached_and_let_expire_is_ttl_expired() -> None:
+    # DESIGN.md third round: the first call of a new session is first_call (cost 0), unless an earlier session
+    # of the same api_key_id cached the same prefix (tools, system, model) and it expired: then ttl_expired.
+    s = Session("unit-cross-session")
+    first = s.call(body(TOOLS, SYSTEM, ["a " * 50]), 2000, session="s-a", key="k1")
+    warm = s.call(body(TOOLS, SYSTEM, ["b " * 50]), 2010, session="s-b", key="k1")  # within the TTL: a read
+    cold = s.call(body(TOOLS, SYSTEM, ["c " * 50]), 2010 + 301, session="s-c", key="k1")  # past it
+    k2 = Session("unit-cross-session-k2")  # another key: the provider's cache is its own (the mock's scope)
+    k2.analyzer = s.analyzer
+    other = k2.call(body(TOOLS, SYSTEM, ["d " * 50]), 2010 + 301, session="s-d", key="k2")
+    assert (first.cache_miss_reason, first.cache_miss_cost_usd) == ("first_call", 0.0)
+    assert warm.cache_read_tokens > 0 and warm.cache_miss_reason == ""
+    assert cold.cache_read_tokens == 0 and cold.cache_miss_reason == "ttl_expired"
+    lost = min(warm.cache_read_tokens + warm.cache_write_tokens, cold.input_tokens)
+    assert cold.cache_miss_cost_usd == pytest.approx(lost * PRICE)
+    assert (other.cache_miss_reason, other.cache_miss_cost_usd) == ("first_call", 0.0)
 
 
 def test_moving_the_cache_control_marker_is_not_a_change() -> None:

@@ -1,6 +1,8 @@
 """The per-token fast path of genai-prices quotes (:class:`llmtap.telemetry.pricing.Linear`) gives what
 ``calc_price`` gives, to the last digit, for every model genai-prices knows — tiered ones included, which
-must fall back to ``calc_price`` (a linear form would misprice a call past a tier's threshold)."""
+must fall back to ``calc_price`` (a linear form would misprice a call past a tier's threshold). Usages carry
+audio and image subsets and tool units: each modality at its own rate, each tool use at its unit price, as
+``calc_price`` prices them."""
 
 from __future__ import annotations
 
@@ -23,12 +25,25 @@ def usages(draw: st.DrawFn) -> Tokens:
     inp = draw(st.integers(0, 3_000_000))
     cr = draw(st.integers(0, inp))
     cw = draw(st.integers(0, inp - cr))
-    return Tokens(inp, draw(st.integers(0, 200_000)), cr, cw, draw(st.integers(0, cw)))
+    out = draw(st.integers(0, 200_000))
+    modal = draw(st.booleans())
+    acr = draw(st.integers(0, cr)) if modal else 0  # audio read from the cache
+    ain = draw(st.integers(0, inp - cr - cw)) if modal else 0  # audio sent uncached
+    img = draw(st.integers(0, inp - cr - cw - ain)) if modal else 0
+    aout = draw(st.integers(0, out)) if modal else 0
+    iout = draw(st.integers(0, out - aout)) if modal else 0
+    units = tuple((u, draw(st.integers(0, 5))) for u in ("web_searches", "storage_searches")) if modal else ()
+    return Tokens(inp, out, cr, cw, draw(st.integers(0, cw)), ain + acr, img, acr, aout, iout, units)
 
 
 def calc_price(q: GenaiQuote, t: Tokens) -> tuple[float, float]:
-    inp, out = q.calc(t)
+    inp, out, _, _ = q.calc(t)
     return float(inp), float(out)
+
+
+def tool_fees(q: GenaiQuote, t: Tokens) -> float:
+    """What ``calc_price`` bills beyond input and output for ``t``'s tool units."""
+    return float(q.calc(t)[2])
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,6 +57,12 @@ def test_the_fast_path_prices_like_calc_price(model: tuple[str, str], context: d
             q(t)
         return
     assert q(t) == want
+    kinds = {"web_searches": "web_search", "storage_searches": "file_search"}
+    fees = 0.0
+    for unit, n in t.units:
+        each = q.tool_price(kinds[unit])
+        fees += n * each if each is not None else 0.0
+    assert fees == pytest.approx(tool_fees(q, t), rel=1e-9, abs=1e-15)
 
 
 def test_tiered_and_per_request_prices_are_not_linear() -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import clickhouse_connect
+import pytest
 
 from llmtap.testing.harness import start_chhttp
+
+pytestmark = pytest.mark.e2e  # runs the ClickHouse engine (chDB): with the e2e suite, off the fast unit loop
 
 
 def test_each_request_runs_with_its_own_settings(tmp_path: Path) -> None:

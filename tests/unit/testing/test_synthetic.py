@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from llmtap.record import CallRecord
 from llmtap.telemetry.pricing import Pricer
 from llmtap.testing.synthetic import MODELS, LinearPrices, daily_weight, generate
@@ -40,6 +42,8 @@ def test_linear_prices_are_the_pricers_prices_for_synthetic_calls() -> None:
     assert checked >= 150
 
 
+@pytest.mark.slow  # weeks of synthetic history: with the e2e suite, off the fast unit loop
+@pytest.mark.e2e
 def test_daily_weight_is_the_cycle_the_history_follows() -> None:
     day = 86400 * 20000
     weights = [daily_weight(day + h * 3600 + 1800) for h in range(24)]

@@ -1,0 +1,56 @@
+"""The guard's parser takes its answer only from the line that carries its own nonce: output another query left
+on the engine's session (chDB hands it to the next query: ``test_stale_output.py``) is never read as the answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from llmtap.store.readonly import CANONICAL_SQL, TREE_SQL, EngineParser
+
+
+class Engine:
+    """Answers the parser's queries as the engine does, after ``stale`` (what a failed query had written)."""
+
+    def __init__(self, stale: list[bytes]) -> None:
+        self.stale, self.calls = stale, 0
+
+    def run(self, sql: str, params: Mapping[str, str]) -> bytes:
+        self.calls += 1
+        before = self.stale.pop(0) if self.stale else b""
+        if sql == CANONICAL_SQL:
+            answer = {"n": params["n"], "t": " ".join(params["q"].split())}
+        else:
+            assert sql == TREE_SQL
+            answer = {"n": params["n"], "j": json.dumps({"type": "SelectQuery", "q": params["q"]})}
+        return before + json.dumps(answer, separators=(",", ":")).encode() + b"\n"  # as JSONEachRow writes
+
+
+def test_another_querys_rows_before_the_answer_are_passed_over() -> None:
+    stale = b'{"t":"SELECT secret FROM elsewhere"}\n{"one":1}\n{"'  # rows of another query, the last one cut
+    engine = Engine([stale, stale])
+    parser = EngineParser(engine.run)
+    assert parser.canonical("SELECT  1") == "SELECT 1"
+    assert parser.syntax_tree("SELECT 2") == {"type": "SelectQuery", "q": "SELECT 2"}
+    assert engine.calls == 2  # found in the first answer: no second ask
+
+
+def test_an_answer_without_the_nonce_is_asked_once_more() -> None:
+    class Lagging(Engine):
+        def run(self, sql: str, params: Mapping[str, str]) -> bytes:
+            out = super().run(sql, params)
+            return b'{"n":"0000","t":"SELECT stale"}\n' if self.calls == 1 else out
+
+    engine = Lagging([])
+    assert EngineParser(engine.run).canonical("SELECT 3") == "SELECT 3"
+    assert engine.calls == 2
+
+
+def test_no_answer_of_its_own_is_no_statement() -> None:
+    parser = EngineParser(lambda sql, params: b'{"n":"x","t":"SELECT 1"}\n')
+    try:
+        parser.canonical("SELECT 1")
+    except ValueError as e:
+        assert "no statement" in str(e)
+    else:
+        raise AssertionError("an answer of another query was taken")
