@@ -1,5 +1,8 @@
 # llmtap sidecar image. Build: docker build -t llmtap .
 FROM python:3.12-slim
+# nft: `llmtap netfilter apply` in a pod's init container (transparent mode, docs/kubernetes.md)
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends nftables >/dev/null \
+    && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 llmtap
 WORKDIR /opt/llmtap
 COPY pyproject.toml README.md ./

@@ -49,6 +49,7 @@ class Path_:
         self.pool: queue.SimpleQueue[_Conn] = queue.SimpleQueue()  # kept-alive connections, reused across rounds
         self.rss_only = False  # measured for its footprint only
         self.sidecar: Any = None  # llmtap's harness handle (its admin API), for llmtap's paths
+        self.opener: Callable[[], socket.socket] | None = None  # a kept connection's socket made otherwise (a netns)
 
     @property
     def gateway(self) -> bool:
@@ -138,6 +139,8 @@ class _Conn(http.client.HTTPConnection):
 
 
 def _connection(p: Path_) -> _Conn:
+    if p.opener is not None:
+        return _Conn(HOST, p.opener)
     if p.plain_port is not None:
         port = p.plain_port
         return _Conn(f"127.0.0.1:{port}", lambda: socket.create_connection(("127.0.0.1", port), timeout=60))

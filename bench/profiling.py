@@ -39,7 +39,7 @@ def profile(pid: int, load: Callable[[], None], out: Path) -> list[tuple[str, fl
 _ROOT_FRAMES = re.compile(
     r"^(<module>|_run_code|_run_module_as_main|main|cmd_run|run|Runner\.run|BaseEventLoop\.\w+|Handle\._run"
     r"|Thread\.(run|_bootstrap|_bootstrap_inner)) \((<frozen runpy>|asyncio/.*|threading\.py|cli\.py|cli/__init__\.py"
-    r"|cli/tools\.py|app\.py|sidecar\.py|__main__\.py)\)$"
+    r"|cli/tools\.py|app\.py|sidecar\.py|__main__\.py|intercept/worker\.py)\)$"
 )
 
 

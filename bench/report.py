@@ -47,6 +47,9 @@ def render(r: dict[str, Any]) -> str:
         "compare paths with each other, not with other machines.",
     ]
     lines += _streams(r) + _throughput(r) + _fresh_latency(r)
+    from transparent import section as transparent_section  # bench/ is on sys.path (run.py puts it there)
+
+    lines += transparent_section(r)
     if any("| n/a |" in line for line in lines):
         lines += ["", "n/a: not measured (a path that did not return the stamped events this number is read from)."]
     lines += ["", "## Peak RSS with 200 concurrent streams (each path's processes, all counted)", ""]

@@ -53,6 +53,8 @@ from report import (
     render,
 )
 from stores import bytes_per_row, explains, ingest, panels
+from transparent import section as transparent_section
+from transparent import transparent_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 __all__ = ["render"]
@@ -74,11 +76,8 @@ class OtlpSink(BaseHTTPRequestHandler):
         pass
 
 
-def start_paths(
-    tmp: Path, mock: Mock, litellm: str, sidecar_env: dict[str, str] | None = None
-) -> tuple[list[Path_], list[Any]]:
-    procs: list[Any] = []
-    paths = [Path_(DIRECT, None, mock.ca, None, origin_port=mock.port)]
+def start_bare(tmp: Path, mock: Mock) -> tuple[subprocess.Popen[bytes], Path_]:
+    """Bare mitmproxy: mitmdump with an addon that only streams, verifying the origin as llmtap does."""
     bare_port = free_port()
     bare_dir = tmp / "bare"
     # Both proxies verify the origin against the same bundle (public roots + the origin's CA), as llmtap
@@ -111,13 +110,22 @@ def start_paths(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    procs.append(bare)
     for _ in range(100):
         if (bare_dir / "mitmproxy-ca-cert.pem").exists():
             break
         time.sleep(0.1)
     time.sleep(1.0)
-    paths.append(Path_(BARE, ("127.0.0.1", bare_port), bare_dir / "mitmproxy-ca-cert.pem", bare.pid))
+    return bare, Path_(BARE, ("127.0.0.1", bare_port), bare_dir / "mitmproxy-ca-cert.pem", bare.pid)
+
+
+def start_paths(
+    tmp: Path, mock: Mock, litellm: str, sidecar_env: dict[str, str] | None = None
+) -> tuple[list[Path_], list[Any]]:
+    procs: list[Any] = []
+    paths = [Path_(DIRECT, None, mock.ca, None, origin_port=mock.port)]
+    bare, bare_path = start_bare(tmp, mock)
+    procs.append(bare)
+    paths.append(bare_path)
     sc = start_sidecar(tmp / "llmtap", mock, env=sidecar_env)
     procs.append(sc.proc)
     paths.append(Path_(EMBEDDED, ("127.0.0.1", sc.listen), sc.data_dir / "ca/mitmproxy-ca-cert.pem", sc.proc.pid))
@@ -389,6 +397,10 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="py-spy the llmtap process during a throughput run into this file")
     ap.add_argument("--results", default=str(ROOT / "bench/results/bench.json"), help="raw results (JSON)")
     ap.add_argument("--render-only", action="store_true", help="re-render --out from --results without measuring")
+    ap.add_argument(
+        "--transparent", action="store_true", help="also the kept-alive suite in transparent mode (root: netns, nft)"
+    )
+    ap.add_argument("--transparent-only", action="store_true", help="only that suite (with --quick: seconds)")
     args = ap.parse_args()
     q = args.quick
     # what the run needs, checked before it starts rather than after twenty minutes of measuring
@@ -400,6 +412,11 @@ def main() -> int:
         Path(args.out).write_text(render(json.loads(Path(args.results).read_text())))
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="llmtap-bench-"))
+    if args.transparent_only:
+        t = {"transparent": transparent_suite(tmp, q, throughput_rounds, stream_suite, kept)}
+        print("\n".join(transparent_section(t)))
+        shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     mock = start_mock(tmp / "mock")
     paths, procs = start_paths(tmp, mock, "" if q else args.litellm)
     results: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
@@ -410,6 +427,8 @@ def main() -> int:
     results["loop"] = "uvloop" if loop is not None else "asyncio"  # what the sidecars run on
     try:
         results |= measure(paths, q, args.profile)
+        if args.transparent:
+            results["transparent"] = transparent_suite(tmp, q, throughput_rounds, stream_suite, kept)
     finally:
         for proc in procs:
             if isinstance(proc, ThreadingHTTPServer):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import enum
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
@@ -46,6 +47,8 @@ from grafana_foundation_sdk.models import dashboard as dashboard_m
 from grafana_foundation_sdk.models import heatmap as heatmap_m
 from grafana_foundation_sdk.models import table as table_m
 
+from llmtap.record import LLM_CALL_SQL
+
 DATASOURCE_TYPE = "grafana-clickhouse-datasource"
 DS = common.DataSourceRef(type_val=DATASOURCE_TYPE, uid="clickhouse")
 PLUGIN_VERSION = "4.20.0"
@@ -57,7 +60,8 @@ F = (
     "AND $__conditionalAll(request_model IN (${model:singlequote}), $model) "
     "AND $__conditionalAll(feature IN (${feature:singlequote}), $feature)"
 )
-W = f"$__timeFilter(timestamp) AND {F}"
+W = f"$__timeFilter(timestamp) AND {LLM_CALL_SQL} AND {F}"  # LLM calls only: other requests have their panel
+OTHER = f"$__timeFilter(timestamp) AND NOT ({LLM_CALL_SQL}) AND {F}"  # the requests that are not LLM calls
 T = "$__timeInterval(timestamp) AS time"
 
 
@@ -295,13 +299,29 @@ class Board:
             p = p.fill_opacity(fill_opacity)
         self._add(p, title, sql, Format.TIME_SERIES, w=w, h=h, unit=unit, description=description, links=links)
 
-    def stat(self, title: str, sql: str, unit: str = "short", *, description: str = "") -> None:
+    def stat(
+        self,
+        title: str,
+        sql: str,
+        unit: str = "short",
+        *,
+        description: str = "",
+        thresholds: Sequence[tuple[float | None, str]] = (),
+    ) -> None:
+        """``thresholds``: (from value, colour) steps, the first from ``None`` — a colour that means something
+        (an error rate green only when it is low); without them the value is drawn in the text colour."""
         p = (
             stat.Panel()
             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).fields("").values(False))
-            .color_mode(common.BigValueColorMode.VALUE)
+            .color_mode(common.BigValueColorMode.VALUE if thresholds else common.BigValueColorMode.NONE)
             .graph_mode(common.BigValueGraphMode.NONE)
         )
+        if thresholds:
+            p = p.thresholds(
+                dashboard_b.ThresholdsConfig()
+                .mode(dashboard_m.ThresholdsMode.ABSOLUTE)
+                .steps([dashboard_m.Threshold(value=v, color=c) for v, c in thresholds])
+            )
         self._add(p, title, sql, Format.TABLE, w=6, h=4, unit=unit, description=description, links=None)
 
     def table(

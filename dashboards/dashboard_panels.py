@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from dashboard_kit import EXPLORER, EXPLORER_VARS, Board, DataLink, F, T, W, custom_var, textbox_var
+from dashboard_kit import EXPLORER, EXPLORER_VARS, OTHER, Board, DataLink, F, T, W, custom_var, textbox_var
 
 from llmtap.admin.explain_sql import explain_cost_sql
 from llmtap.admin.latency_sql import explain_latency_sql
 from llmtap.admin.queries import cache_misses_sql, failed_attempts_sql, unpriced_models_sql
+from llmtap.record import LLM_CALL_SQL
 
 
 class Periods(TypedDict):
@@ -21,6 +22,8 @@ class Periods(TypedDict):
 
 
 # The explain panels: the dashboard's time range is the window, the baseline a variable.
+# An error rate's colour: green only while it is low (under 1%), orange to 5%, red above.
+ERROR_RATE = ((None, "green"), (0.01, "orange"), (0.05, "red"))
 BASELINE = custom_var("baseline", ["7d", "previous"], "baseline", include_all=False)
 _W = "toUnixTimestamp($__toTime) - toUnixTimestamp($__fromTime)"
 PERIODS: Periods = {
@@ -39,6 +42,7 @@ def overview() -> Board:
         "Error rate",
         f"SELECT countIf(outcome = 'error') / count() AS error_rate FROM llm_calls WHERE {W}",
         unit="percentunit",
+        thresholds=ERROR_RATE,
     )
     b.stat("TTFT p95", f"SELECT quantile(0.95)(ttft_ms) AS ttft_p95 FROM llm_calls WHERE {W}", unit="ms")
     b.ts(
@@ -182,8 +186,8 @@ GROUP BY feature ORDER BY cost DESC LIMIT 15""",
         w=24,
         h=10,
         description="The same analysis as `llmtap explain-cost`: the change in cost between the dashboard's range and "
-        "its baseline, split exactly into drivers (volume, mix, tokens per call, cache hit ratio, unit price, new, "
-        "gone, retries); the first row is the total",
+        "its baseline, split exactly into drivers (volume, mix, tokens per call, cache hit ratio, unit price, "
+        "modality mix, tool calls, new, gone, retries); the first row is the total",
     )
     b.bar(
         "Cost by tenant",
@@ -194,7 +198,7 @@ GROUP BY tenant ORDER BY cost DESC LIMIT 15""",
     b.bar(
         "Cost by user",
         f"""SELECT if(user_id = '', '(none)', user_id) AS user, sum(cost_usd) AS cost FROM llm_calls WHERE {W}
-GROUP BY user ORDER BY cost DESC LIMIT 15""",
+GROUP BY user_id ORDER BY cost DESC LIMIT 15""",  # the column: the alias `user` names a function too
         unit="currencyUSD",
     )
     b.ts(
@@ -217,7 +221,8 @@ FROM llm_calls WHERE {W} GROUP BY time, request_model ORDER BY time""",
     UNION ALL
     SELECT toStartOfInterval(toDateTime(timestamp + INTERVAL 7 DAY), INTERVAL $__interval_s second) AS time,
         0 AS this_week, sum(cost_usd) AS last_week
-    FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY AND {F}
+    FROM llm_calls WHERE timestamp >= $__fromTime - INTERVAL 7 DAY AND timestamp <= $__toTime - INTERVAL 7 DAY
+        AND {LLM_CALL_SQL} AND {F}
     GROUP BY time
 ) GROUP BY time ORDER BY time""",
         unit="currencyUSD",
@@ -246,6 +251,41 @@ FROM llm_calls WHERE {W} AND api_key_id != '' GROUP BY api_key_id, provider ORDE
         description="Retried requests (attempt > 1): what their failed attempts cost and how long they took. "
         "quota_429_retried_more_than_once: quota 429s retried again and again, which never helps",
         w=24,
+    )
+    b.bar(
+        "Cost by modality",
+        f"""SELECT part.1 AS modality, sum(part.2) AS cost FROM (
+    SELECT arrayJoin([
+        ('tokens at the text rate', ifNull(cost_usd, 0) - ifNull(tool_cost_usd, 0) - premium),
+        ('audio and images above the text rate', premium),
+        ('server tool fees', ifNull(tool_cost_usd, 0))]) AS part
+    FROM (
+        SELECT cost_usd, tool_cost_usd,
+            greatest(coalesce(uncached_input_cost_usd, input_cost_usd, 0)
+                - coalesce(text_rate_input_cost_usd, uncached_input_cost_usd, input_cost_usd, 0), 0)
+                * ifNull(input_cost_usd / nullIf(uncached_input_cost_usd, 0), 1)
+            + greatest(ifNull(output_cost_usd, 0) - coalesce(text_rate_output_cost_usd, output_cost_usd, 0), 0)
+                AS premium
+        FROM llm_calls WHERE {W} AND cost_usd IS NOT NULL))
+GROUP BY modality ORDER BY cost DESC""",
+        unit="currencyUSD",
+        description="What the calls cost split by what was billed: their tokens priced at the text rate, what audio "
+        "and image tokens cost above that rate (input_audio_tokens, output_audio_tokens, … at their own prices), "
+        "and server-side tool fees (tool_cost_usd)",
+    )
+    b.table(
+        "Server tool fees",
+        f"""SELECT provider, request_model, kind, count() AS calls, sum(uses) AS uses,
+    round(sum(fee), 6) AS fees_usd, countIf(unpriced) AS unpriced_calls
+FROM (
+    SELECT provider, request_model, tool_cost_usd IS NULL AS unpriced, arrayJoin(mapKeys(server_tool_calls)) AS kind,
+        server_tool_calls[kind] AS uses,
+        ifNull(tool_cost_usd, 0) * uses / arraySum(mapValues(server_tool_calls)) AS fee
+    FROM llm_calls WHERE {W} AND length(server_tool_calls) > 0)
+GROUP BY provider, request_model, kind ORDER BY fees_usd DESC, uses DESC LIMIT 20""",
+        description="Billed server-side tool uses (server_tool_calls: web search, web fetch, file search, code "
+        "execution, grounding, …) and their fees (tool_cost_usd, part of cost_usd; a call's fees shared by its "
+        "uses). unpriced_calls: uses no price covers — add them to a price file (tools = {…})",
     )
     b.table(
         "Cache misses by reason, and their cost",
@@ -296,6 +336,16 @@ FROM llm_calls WHERE {W} GROUP BY time, service ORDER BY time""",
         f"""SELECT provider, error_type, any(error_code) AS example_code, count() AS calls,
     any(error_message) AS example_message
 FROM llm_calls WHERE {W} AND outcome = 'error' GROUP BY provider, error_type ORDER BY calls DESC LIMIT 30""",
+        w=24,
+    )
+    b.table(
+        "Other requests (not LLM calls)",
+        f"""SELECT provider, server_address, if(client_name = '', 'unknown', client_name) AS client,
+    multiIf(status_code = 0, 'no response', status_code < 300, '2xx', status_code < 500, '4xx', '5xx') AS status,
+    count() AS requests, sum(request_bytes) AS request_bytes, max(timestamp) AS last
+FROM llm_calls WHERE {OTHER} GROUP BY provider, server_address, client, status ORDER BY requests DESC LIMIT 50""",
+        description="Requests on intercepted hosts that are no model call (api = ''): agents' telemetry and "
+        "event logging, token counts, uploads. Counted in none of the other panels (llmtap_other_requests_total).",
         w=24,
     )
     b.ts(
