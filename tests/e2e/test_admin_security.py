@@ -379,7 +379,15 @@ def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path:
 
     sc = start_sidecar(tmp_path / "data", mock)
     _call_plain(sc)
-    t = threading.Thread(target=lambda: sql(sc, LONG_QUERY), daemon=True)
+    seen: list[object] = []
+
+    def read() -> None:
+        try:
+            seen.append(sql(sc, LONG_QUERY)[0])
+        except OSError as e:  # the connection closed under the reader, as the process ended
+            seen.append(e)
+
+    t = threading.Thread(target=read, daemon=True)
     t.start()
     time.sleep(1.5)
     t0 = time.monotonic()
@@ -389,6 +397,8 @@ def test_sigterm_stops_the_sidecar_while_a_long_query_runs(mock: Mock, tmp_path:
     finally:
         stop(sc.proc)
     assert code == 0 and time.monotonic() - t0 < 20
+    t.join(10)
+    assert not t.is_alive() and len(seen) == 1, seen  # the reader was answered or disconnected, never left hanging
 
 
 def _call_plain(sc: Sidecar) -> None:
