@@ -188,9 +188,7 @@ def schema_version_of(store: str) -> int:
 
 
 @pytest.mark.parametrize("release", sorted(RELEASES))
-def test_an_embedded_store_of_an_earlier_release_is_upgraded_at_start(
-    release: str, mock: Mock, tmp_path: Path
-) -> None:
+def test_an_embedded_store_of_an_earlier_release_is_upgraded_at_start(release: str, mock: Mock, tmp_path: Path) -> None:
     old = old_release(release, tmp_path / "old")
     data = tmp_path / "data"
     sc = start_old(old, data, mock)

@@ -208,9 +208,7 @@ def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db
                         f"WHERE database = '{db}' AND table IN {tuple(UPGRADED_TABLES)}") or "")  # fmt: skip
     present = {(t, c) for t, _, c in (x.partition(".") for x in listed.split(",")) if c}
     newest = max((v >> 16 for v in versions), default=0)
-    upgrade = needs_upgrade(newest, SCHEMA_VERSION in versions, SCHEMA_VERSION) or bool(
-        missing_columns(stmts, present)
-    )
+    upgrade = needs_upgrade(newest, SCHEMA_VERSION in versions, SCHEMA_VERSION) or bool(missing_columns(stmts, present))
     if newest > SCHEMA_VERSION >> 16:
         upgrade = False  # a newer sidecar's schema (a rolling update): its views are newer than ours
     for stmt in stmts:

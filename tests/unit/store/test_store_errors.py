@@ -16,7 +16,7 @@ REFUSED = (
 NO_HOST = (
     "Error HTTPConnectionPool(host='nohost.invalid', port=8123): Max retries exceeded with url: / (Caused by "
     "NameResolutionError(\"<urllib3.connection.HTTPConnection object at 0x7f>: Failed to resolve 'nohost.invalid' "
-    "([Errno -2] Name or service not known)\"))"
+    '([Errno -2] Name or service not known)"))'
 )
 AUTH = (
     "Received ClickHouse exception, code: 516, server response: Code: 516. DB::Exception: llmtap: Authentication "
@@ -31,8 +31,11 @@ AUTH = (
         (REFUSED, "cannot connect: Connection refused"),
         (NO_HOST, "cannot connect: Name or service not known"),
         ("HTTPConnectionPool(host='h', port=8123): Read timed out. (read timeout=5)", "cannot connect: timed out"),
-        (AUTH, "the server refused: llmtap: Authentication failed: password is incorrect, or there is no user with "
-               "such name. (AUTHENTICATION_FAILED)"),
+        (
+            AUTH,
+            "the server refused: llmtap: Authentication failed: password is incorrect, or there is no user with "
+            "such name. (AUTHENTICATION_FAILED)",
+        ),
     ],
 )
 def test_a_store_error_is_one_line_of_its_cause(text: str, line: str) -> None:
