@@ -144,8 +144,12 @@ def open_page(viewer: Viewer, store: str, width: int, page_name: str) -> tuple[A
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
+    failed: list[Any] = []
+    page.on("response", lambda r: failed.append(r) if r.status >= 400 else None)
     page.goto(f"http://127.0.0.1:{s.sc.admin}/#{s.fragment(page_name)}")
     settle(page)
+    for r in failed:  # what the server said, next to the browser's bare "Failed to load resource"
+        errors.append(f"{r.status} {r.request.method} {r.url} {r.request.post_data}: {r.text()[:300]}")
     return page, errors
 
 

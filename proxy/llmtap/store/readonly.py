@@ -11,6 +11,7 @@ over any ``run(sql, params) -> JSONEachRow bytes`` of an engine that has ``parse
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -25,7 +26,7 @@ from ..errors import LlmtapError
 # output a failed query had already written to the next query of a session: see store/embedded.FreshSession).
 CANONICAL_SQL = "SELECT {n:String} AS n, formatQuerySingleLine({q:String}) AS t"
 TREE_SQL = "SELECT {n:String} AS n, parseQueryToJSON({q:String}) AS j"
-NAMES_SQL = "SELECT lower(name) AS n FROM system.functions"
+NAMES_SQL = "SELECT {n:String} AS n, lower(name) AS f FROM system.functions"
 NO_TREE = "does not support JSON serialization"
 
 
@@ -146,9 +147,23 @@ class EngineParser:
         return tree if isinstance(tree, dict) else None
 
     def engine_names(self) -> frozenset[str]:
-        """Lower-cased names of the engine's functions (its own list, not llmtap's shipped one)."""
-        raw = self._run(NAMES_SQL, {})
-        return frozenset(str(json.loads(line)["n"]) for line in raw.splitlines() if line.strip())
+        """Lower-cased names of the engine's functions (its own list, not llmtap's shipped one): the rows that
+        carry this call's nonce, so another query's output left on the session is never taken for a name. With
+        none, asked once more; then an error (the guard falls back to llmtap's shipped list)."""
+        for _ in range(2):
+            nonce = secrets.token_hex(8)
+            text = self._run(NAMES_SQL, {"n": nonce}).decode("utf-8", "replace")
+            names = set()
+            for m in re.finditer('{"n":"' + nonce + '"', text):  # a row, even glued to a row left cut
+                try:
+                    row, _ = _DECODER.raw_decode(text, m.start())
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and isinstance(row.get("f"), str):
+                    names.add(row["f"])
+            if names:
+                return frozenset(names)
+        raise ValueError("the engine listed no functions")
 
 
 class LocalParser(EngineParser):

@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from llmtap.store.readonly import CANONICAL_SQL, TREE_SQL, EngineParser
+import pytest
+
+from llmtap.store.readonly import CANONICAL_SQL, NAMES_SQL, TREE_SQL, EngineParser
+
+
+FUNCTIONS = ("count", "sum", "quantile")
 
 
 class Engine:
@@ -18,6 +23,9 @@ class Engine:
     def run(self, sql: str, params: Mapping[str, str]) -> bytes:
         self.calls += 1
         before = self.stale.pop(0) if self.stale else b""
+        if sql == NAMES_SQL:
+            rows = [{"n": params["n"], "f": f} for f in FUNCTIONS]
+            return before + b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in rows)
         if sql == CANONICAL_SQL:
             answer = {"n": params["n"], "t": " ".join(params["q"].split())}
         else:
@@ -54,3 +62,24 @@ def test_no_answer_of_its_own_is_no_statement() -> None:
         assert "no statement" in str(e)
     else:
         raise AssertionError("an answer of another query was taken")
+
+
+def test_the_engines_function_list_is_only_its_own_rows() -> None:
+    """Another query's rows before the list (the last cut, glued to the first row) are no function names."""
+    stale = b'{"n":"readsecretfile"}\n{"f":"file"}\n{"n":"'
+    engine = Engine([stale])
+    assert EngineParser(engine.run).engine_names() == frozenset(FUNCTIONS)
+    assert engine.calls == 1
+
+
+def test_a_function_list_without_the_nonce_is_asked_once_more_then_refused() -> None:
+    class Lagging(Engine):
+        def run(self, sql: str, params: Mapping[str, str]) -> bytes:
+            out = super().run(sql, params)
+            return b'{"n":"0000","f":"file"}\n' if self.calls == 1 else out
+
+    engine = Lagging([])
+    assert EngineParser(engine.run).engine_names() == frozenset(FUNCTIONS)
+    assert engine.calls == 2
+    with pytest.raises(ValueError, match="listed no functions"):
+        EngineParser(lambda sql, params: b'{"n":"x","f":"file"}\n').engine_names()
