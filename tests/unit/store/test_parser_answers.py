@@ -10,7 +10,6 @@ import pytest
 
 from llmtap.store.readonly import CANONICAL_SQL, NAMES_SQL, TREE_SQL, EngineParser
 
-
 FUNCTIONS = ("count", "sum", "quantile")
 
 
