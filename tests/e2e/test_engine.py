@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -69,6 +70,52 @@ def test_an_engine_that_dies_is_started_again(tmp_path: Path) -> None:
         assert engine._engine is not None and engine._engine.proc is not dead
     finally:
         engine.close()
+
+
+def test_an_engine_started_by_a_thread_that_ends_serves_the_next_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kernel's parent-death signal follows the thread that started a child, not its process: the viewer's
+    store probe (a thread per probe) started the engine after an idle stop, ended, and took the engine — and
+    the page's other reads on it ("the engine process stopped": the CI failure of stop 35)."""
+    engine = EngineClient(tmp_path / "store", "llmtap")
+    try:
+        starter = threading.Thread(target=engine.start)
+        starter.start()
+        starter.join()
+        task = Path(f"/proc/self/task/{starter.native_id}")
+        deadline = time.monotonic() + 10
+        while task.exists() and time.monotonic() < deadline:  # gone from the kernel: its end has been signalled
+            time.sleep(0.01)
+        assert not task.exists()
+        assert engine._engine is not None
+        first = engine._engine.proc
+        assert count(engine, "c") == 0  # answered by the engine that thread started
+        assert engine.starts == 1 and engine._engine.proc is first and first.poll() is None
+        assert "stopped on its own" not in caplog.text
+    finally:
+        engine.close()
+
+
+def test_an_engine_that_dies_on_its_own_is_logged_with_its_status(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = EngineClient(tmp_path / "store", "llmtap")
+    try:
+        engine.start()
+        assert engine._engine is not None
+        dead = engine._engine.proc
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait(10)
+        assert count(engine, "d") == 0
+        said = f"the store's engine (pid {dead.pid}) stopped on its own (killed by signal 9)"
+        deadline = time.monotonic() + 10
+        while said not in caplog.text and time.monotonic() < deadline:  # logged by its reader thread
+            time.sleep(0.05)
+        assert said in caplog.text
+    finally:
+        engine.close()
+    assert "stopped on its own" not in caplog.text.split("killed by signal 9", 1)[1]  # closing it is not "on its own"
 
 
 def test_the_engine_dies_with_its_parent(tmp_path: Path) -> None:

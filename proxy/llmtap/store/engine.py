@@ -15,9 +15,12 @@ admin API, the viewer, the alert rules) — and stops once nothing has asked for
 answer or the error). Reads run concurrently in the engine as they did in-process; an insert's rows
 travel as a file the engine reads (``file(..., RowBinary)``), not through the socket.
 
-The engine dies with the supervisor (``PR_SET_PDEATHSIG``). If it dies on its own, what was asked
-of it fails (the writer retries its batch, a read answers an error) and the next request starts a
-new one.
+The engine dies with the supervisor (``PR_SET_PDEATHSIG``). The kernel sends that signal when the
+*thread* that started the child ends, not the process: so every engine is started from one thread
+the client keeps for its whole life, never from the thread that happened to ask (a request's thread,
+the store probe's), whose end would kill an engine other requests are using. If the engine dies on
+its own, that is logged with its exit status, what was asked of it fails (the writer retries its
+batch, a read answers an error) and the next request starts a new one.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ class _Process:
         self.proc, self.sock = proc, sock
         self.pending: dict[int, Future[Any]] = {}
         self.send_lock = threading.Lock()
+        self.stopping = False  # the client asked it to stop (idle, or closed)
 
     @property
     def alive(self) -> bool:
@@ -104,13 +108,25 @@ class _Process:
                     fut.set_result(value)
                 else:
                     fut.set_exception(_error(value))
-        except (OSError, ValueError, EOFError):
-            pass
+        except (OSError, ValueError, EOFError) as e:
+            why = e
         with lock:
             waiting, self.pending = list(self.pending.values()), {}
         for fut in waiting:
             fut.set_exception(EngineError("the engine process stopped"))
         self.sock.close()
+        if not self.stopping:
+            try:
+                code = self.proc.wait(5)
+                status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+            except subprocess.TimeoutExpired:
+                status = f"still running, its channel lost: {why}"
+            log.warning(
+                "the store's engine (pid %d) stopped on its own (%s); %d request(s) failed, the next starts it again",
+                self.proc.pid,
+                status,
+                len(waiting),
+            )
 
 
 class EngineClient:
@@ -133,6 +149,8 @@ class EngineClient:
         self._last = time.monotonic()
         self._closed = False
         self._names: frozenset[str] | None = None
+        # the one thread every engine is started from: it lives as long as this client (PR_SET_PDEATHSIG)
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="llmtap-engine-start")
         self.starts = 0  # how many times the engine was started (the benchmark reports it)
         self._idle = threading.Thread(target=self._stop_when_idle, name="llmtap-engine-idle", daemon=True)
         self._idle.start()
@@ -173,6 +191,7 @@ class EngineClient:
     def close(self) -> None:
         self._closed = True
         self._stop()
+        self._starter.shutdown(wait=False)
 
     @property
     def running(self) -> bool:
@@ -213,11 +232,12 @@ class EngineClient:
         settings = json.dumps(
             {"path": str(self.path), "db": self.db, "retention": self.retention, "limits": asdict(self.limits)}
         )
-        proc = subprocess.Popen(
+        proc = self._starter.submit(
+            subprocess.Popen,
             [sys.executable, "-m", "llmtap.store.engine", str(theirs.fileno()), settings],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
-        )
+        ).result()
         theirs.close()
         ours.settimeout(START_TIMEOUT_S)
         try:
@@ -248,6 +268,7 @@ class EngineClient:
             if idle_only and (self._busy or time.monotonic() - self._last < self.idle_s):
                 return
             self._engine = None
+            engine.stopping = True
         try:
             _send(engine.sock, engine.send_lock, (0, "close", ()))
             engine.proc.wait(30)
