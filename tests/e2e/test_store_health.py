@@ -73,6 +73,14 @@ def test_a_store_away_at_start_says_so_and_the_gauges_move_without_healthz(mock:
         assert r.returncode == 2, r
         want = f"llmtap sql: {shown}: query failed: cannot connect: Connection refused"
         assert r.stderr.strip().splitlines() == [want]
+        # ... and through the sidecar: the store is away (503), not the query wrong (400) or refused (403)
+        status, body = sc.admin_request(
+            "POST",
+            "/api/sql",
+            json.dumps({"query": "SELECT 1"}).encode(),
+            {"Authorization": f"Bearer {sc.token}", "Content-Type": "application/json"},
+        )
+        assert status == 503 and body.startswith(b"store unreachable: "), (status, body)
 
         # Calls flow; the scrape alone shows them queue up.
         before = gauges(sc)

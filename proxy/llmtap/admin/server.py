@@ -192,6 +192,8 @@ class Admin:
         except QueryRefused as e:
             return text(403, f"refused: {e}")
         except Exception as e:
+            if viewer_api.unreachable(e):  # the store (or its engine process) is away: not the query's fault
+                return text(503, f"store unreachable: {viewer_api.short(e)}")
             return text(400, f"query failed: {_first_line(e)}")
         return Response(200, out, CONTENT_TYPES.get(fmt, "text/plain; charset=utf-8"))
 

@@ -61,6 +61,11 @@ class EngineError(LlmtapError, RuntimeError):
     """An error the engine raised (its message kept whole: ``Code: N. ...``), or its process not answering."""
 
 
+class EngineGone(EngineError, ConnectionError):
+    """The engine process stopped, did not start or is not answering: the store is away (a reader answers
+    "store unreachable", the SQL guard gives no verdict on the query), not the query wrong."""
+
+
 def _send(sock: socket.socket, lock: threading.Lock, obj: Any) -> None:
     data = marshal.dumps(obj)
     with lock:
@@ -113,7 +118,7 @@ class _Process:
         with lock:
             waiting, self.pending = list(self.pending.values()), {}
         for fut in waiting:
-            fut.set_exception(EngineError("the engine process stopped"))
+            fut.set_exception(EngineGone("the engine process stopped"))
         self.sock.close()
         if not self.stopping:
             try:
@@ -207,7 +212,7 @@ class EngineClient:
     def _call(self, method: str, *args: Any) -> Any:
         with self._lock:
             if self._closed:
-                raise EngineError("the store is closed")
+                raise EngineGone("the store is closed")
             engine = self._ensure()
             rid = next(self._ids)
             fut: Future[Any] = Future()
@@ -217,7 +222,7 @@ class EngineClient:
             _send(engine.sock, engine.send_lock, (rid, method, args))
             return fut.result()
         except OSError as e:
-            raise EngineError(f"the engine process is not answering ({e})") from None
+            raise EngineGone(f"the engine process is not answering ({e})") from None
         finally:
             with self._lock:
                 engine.pending.pop(rid, None)
@@ -245,7 +250,7 @@ class EngineClient:
         except (OSError, ValueError, EOFError) as e:
             proc.kill()
             proc.wait()
-            raise EngineError(f"the store's engine did not start ({e})") from None
+            raise EngineGone(f"the store's engine did not start ({e})") from None
         if not ok:
             proc.wait()
             raise _error(value)

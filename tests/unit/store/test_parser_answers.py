@@ -82,3 +82,17 @@ def test_a_function_list_without_the_nonce_is_asked_once_more_then_refused() -> 
     assert engine.calls == 2
     with pytest.raises(ValueError, match="listed no functions"):
         EngineParser(lambda sql, params: b'{"n":"x","f":"file"}\n').engine_names()
+
+
+def test_an_engine_process_that_stopped_is_no_verdict_on_the_query() -> None:
+    """The engine going away mid-parse is the store being away (a 503 "store unreachable" to the viewer), never
+    "not a single valid statement" (the 400 of stop 35's layout failure)."""
+    from llmtap.admin.sqlguard import Guard, QueryRefused
+    from llmtap.store.engine import EngineGone
+
+    def gone(sql: str, params: Mapping[str, str]) -> bytes:
+        raise EngineGone("the engine process stopped")
+
+    with pytest.raises(EngineGone) as caught:
+        Guard(EngineParser(gone), "llmtap").check("SELECT 1")
+    assert not isinstance(caught.value, QueryRefused)
