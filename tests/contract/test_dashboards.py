@@ -209,7 +209,11 @@ def test_check_cost(tmp_path: Path, regressed: bool) -> None:
     assert len(lines) > 4  # groups were compared
     gate = ["check-cost", "--window", "1h", "--baseline", "7d", "--by", "model,feature", "--data-dir", data]
     same = cli(*gate, "--threshold", "0.2")  # a fraction: the same 20 %
-    assert (same.returncode, same.stdout) == (r.returncode, r.stdout)
+    again = same.stdout.splitlines()
+    # the same threshold, verdict and flagged groups (the window is "the last hour" of each run: a seeded call at
+    # its edge may have moved between the two runs, so the counts are not compared)
+    assert (same.returncode, again[0]) == (r.returncode, lines[0]) and "threshold +20%" in lines[0]
+    assert [f.split()[:2] for f in again if f.endswith("REGRESSION")] == [f.split()[:2] for f in flagged]
     if regressed:  # a bare 20 would have been +2000 %, letting the regression through: refused instead
         bare = cli(*gate, "--threshold", "20")
         assert bare.returncode == 2 and bare.stdout == ""

@@ -2,7 +2,9 @@
 event-loop stalls measured from outside while another stream flows through the same sidecar.
 
 The loop-lag probe is a paced stream (the mock stamps each event with its send time): how late each
-event reaches the client is what any other call through the sidecar would feel.
+event reaches the client is what any other call through the sidecar would feel. Its worst lateness is compared
+with a baseline measured in the same test with no hostile traffic (a busy machine delays both): before the
+fixes the stalls were 0.8 to 15 s.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from llmtap.testing.rawclient import request
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 RSS_BUDGET = 300 << 20
-STALL_BUDGET_S = 0.100
+STALL_BUDGET_S = 0.250  # another stream's worst lateness, over the baseline's
 
 
 def through(sc: Sidecar, mock: Mock, scenario: str, body: dict[str, Any] | None = None,
@@ -64,6 +66,13 @@ def _span_attr(sc: Sidecar, sid: str, name: str) -> str:
     return str(rows[0]["v"]) if rows else ""
 
 
+def stall_budget(sc: Sidecar) -> float:
+    """The worst lateness the paced stream may see: its worst with nothing else flowing, measured now, plus
+    :data:`STALL_BUDGET_S`."""
+    _, base_worst, _ = measured(sc, lambda: None)
+    return base_worst + STALL_BUDGET_S
+
+
 def measured(sc: Sidecar, work: Any) -> tuple[int, float, Any]:
     """Run ``work`` while a paced stream flows: (RSS growth over the baseline, worst lateness, work's result)."""
     result: list[Any] = []
@@ -89,10 +98,13 @@ def measured(sc: Sidecar, work: Any) -> tuple[int, float, Any]:
 def test_a_2gib_bomb_costs_no_memory_and_no_stall(hostile: Sidecar, mock: Mock, scenario: str) -> None:
     """Finding 5: a 2 GiB brotli/zstd/double-gzip response grew the sidecar to ~4.4 GB and stalled the loop ~15 s."""
     expected = hashlib.sha256(direct(mock, scenario)).hexdigest()
+    budget = stall_budget(hostile)
     growth, worst, (status, body, sid) = measured(hostile, lambda: through(hostile, mock, scenario))
     assert status == 200 and hashlib.sha256(body).hexdigest() == expected  # passed through untouched
     assert growth < RSS_BUDGET, f"RSS grew {growth >> 20} MiB"
-    assert worst < STALL_BUDGET_S, f"another stream's events arrived up to {worst * 1000:.0f} ms late"
+    assert worst < budget, (
+        f"another stream's events arrived up to {worst * 1000:.0f} ms late (budget {budget * 1000:.0f})"
+    )
     assert "parsing stopped" in _span_attr(hostile, sid, "llmtap.parse_error")  # the record says so
     assert hostile.row(sid)["status_code"] == 200
 
@@ -101,10 +113,13 @@ def test_a_100mib_request_body_costs_no_copy_and_no_stall(hostile: Sidecar, mock
     """Finding 8: a 100 MiB request body grew RSS to ~0.9 GB and stalled the loop ~0.8 s."""
     big = {"model": "gpt-4o", "messages": [{"role": "user", "content": "y" * (100 << 20)}]}
     raw = json.dumps(big).encode()
+    budget = stall_budget(hostile)
     growth, worst, (status, _, sid) = measured(hostile, lambda: through(hostile, mock, "default", raw=raw))
     assert status == 200
     assert growth < RSS_BUDGET, f"RSS grew {growth >> 20} MiB"
-    assert worst < STALL_BUDGET_S, f"another stream's events arrived up to {worst * 1000:.0f} ms late"
+    assert worst < budget, (
+        f"another stream's events arrived up to {worst * 1000:.0f} ms late (budget {budget * 1000:.0f})"
+    )
     row = hostile.row(sid, timeout=30)
     assert row["request_bytes"] == len(raw)
     assert "request body over" in _span_attr(hostile, sid, "llmtap.parse_error")
@@ -115,11 +130,14 @@ def test_a_request_body_bomb_is_not_inflated(hostile: Sidecar, mock: Mock) -> No
     c = brotli.Compressor(quality=11)
     bomb = b"".join([*(c.process(b"{" + bytes(1 << 20)) for _ in range(1024)), c.finish()])
     assert len(bomb) < 64 << 10
+    budget = stall_budget(hostile)
     growth, worst, (_, _, sid) = measured(
         hostile, lambda: through(hostile, mock, "default", raw=bomb, headers={"content-encoding": "br"})
     )
     assert growth < RSS_BUDGET, f"RSS grew {growth >> 20} MiB"
-    assert worst < STALL_BUDGET_S, f"another stream's events arrived up to {worst * 1000:.0f} ms late"
+    assert worst < budget, (
+        f"another stream's events arrived up to {worst * 1000:.0f} ms late (budget {budget * 1000:.0f})"
+    )
     row = hostile.row(sid, timeout=30)
     assert row["request_bytes"] == len(bomb)
     assert "request body over" in _span_attr(hostile, sid, "llmtap.parse_error")
