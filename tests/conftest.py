@@ -19,12 +19,18 @@ _E2E = Path(__file__).parent / "e2e"
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = []
+    rank: dict[str, int] = {}  # per file: 0 holds a slow or browser test, 1 an e2e one, 2 neither
     for item in items:
         marks = {m.name for m in item.iter_markers()}
         if (_E2E in Path(str(item.fspath)).parents or marks & {"slow", "browser"}) and "e2e" not in marks:
             unmarked.append(item.nodeid)
+        here = 0 if marks & {"slow", "browser"} else 1 if "e2e" in marks else 2
+        rank[str(item.fspath)] = min(rank.get(str(item.fspath), 2), here)
     if unmarked:
         raise pytest.UsageError(f"mark these e2e (pytestmark = pytest.mark.e2e in the file): {', '.join(unmarked[:5])}")
+    # The parallel run hands each file to one worker (--dist loadfile) in this order: the long files first, so
+    # none is left to run alone at the end. The order within a file is kept.
+    items.sort(key=lambda item: rank[str(item.fspath)])
 
 
 @pytest.hookimpl(hookwrapper=True)
