@@ -18,9 +18,12 @@ from helpers import LLMTAP, free_port, stop
 
 from llmtap.testing.synthetic import daily_weight
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 SYNTHETIC_KEYS = "('a1b2c3d4e5f60718', '9f8e7d6c5b4a3921')"  # the seeded history's api_key_id values
 DURATION = 120
+# The viewer fills within a minute on an idle two-core machine (README); seeding is CPU work, so a busy machine (the
+# parallel suite, a CPU load beside it) takes longer: the test allows three minutes and says how long it took.
+FILL_S = 180
 
 
 def token(data: Path) -> str:
@@ -72,7 +75,7 @@ def test_demo(tmp_path: Path) -> None:
     threading.Thread(target=read, daemon=True).start()
     try:
         filled = False
-        while time.monotonic() - t0 < 60 and not filled:
+        while time.monotonic() - t0 < FILL_S and not filled:
             time.sleep(1)
             try:
                 status, board = post(admin, "/api/panel", {"uid": "llmtap-overview", "panel": 5}, token(data))

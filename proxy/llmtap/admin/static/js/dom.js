@@ -18,14 +18,23 @@ export function el(tag, attrs = {}, text) {
 export function empty(body, text = "No data") { body.append(el("div", { class: "empty" }, text)); }
 
 // -- numbers and units -----------------------------------------------------------------------------------------
+// ``digits`` significant digits in positional notation, trailing zeros dropped: 0.00000088, never 8.8e-7 (what
+// String() and toPrecision() print below 1e-6).
+export function plain(x, digits) {
+  if (x === 0 || !Number.isFinite(x)) return String(x);
+  const places = Math.min(100, Math.max(0, digits - 1 - Math.floor(Math.log10(Math.abs(x)))));
+  const s = x.toFixed(places);
+  return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+}
+
 const short = (x) => Math.abs(x) >= 1e9 ? (x / 1e9).toFixed(1) + "B" : Math.abs(x) >= 1e6 ? (x / 1e6).toFixed(1) + "M"
   : Math.abs(x) >= 1e4 ? (x / 1e3).toFixed(1) + "k" : Math.abs(x) >= 100 ? Math.round(x).toLocaleString("en-US")
-  : Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(3)));
+  : Number.isInteger(x) ? String(x) : plain(x, 3);
 
 // Milliseconds as people read them: 840 ms, 2.31 s, 4m 05s, 3h 20m, 2d 04h.
 export function duration(ms) {
   const a = Math.abs(ms), s = a / 1000;
-  if (a < 10) return `${Number(ms.toPrecision(2))} ms`;  // 0.025 ms, 5.6 ms: the digits that differ
+  if (a < 10) return `${plain(ms, 2)} ms`;  // 0.025 ms, 5.6 ms: the digits that differ
   if (a < 1000) return `${ms.toFixed(0)} ms`;
   if (s < 60) return `${(ms / 1000).toFixed(2)} s`;
   const p = (x) => String(Math.floor(x)).padStart(2, "0");
@@ -37,7 +46,7 @@ export function duration(ms) {
 export function usd(n) {
   const a = Math.abs(n);
   return (n < 0 ? "-$" : "$") + (a >= 100 ? a.toFixed(0) : a >= 1 ? a.toFixed(2) : a === 0 ? "0"
-    : a >= 0.01 ? a.toPrecision(2) : String(Number(a.toPrecision(2))));
+    : a >= 0.01 ? a.toPrecision(2) : plain(a, 2));
 }
 
 // A count with its noun: "1 call", "12 calls", "1 miss", "3 misses".
@@ -63,7 +72,7 @@ export function fmt(v, unit) {
     case "currencyUSD": return usd(n);
     case "percentunit": return (n * 100).toFixed(Math.abs(n) < 0.1 ? 2 : 1).replace(/\.0+$/, "") + "%";
     case "ms": return duration(n);
-    case "s": return (Math.abs(n) < 100 ? String(Number(n.toPrecision(3))) : n.toFixed(0)) + " s";
+    case "s": return (Math.abs(n) < 100 ? plain(n, 3) : n.toFixed(0)) + " s";
     case "reqps": return short(n) + "/s";
     case "tokens": return short(n) + " tok";
     default: return short(n);
@@ -75,14 +84,14 @@ export function exact(v, unit) {
   if (v === null || v === undefined || v === "") return "–";
   const n = Number(v);
   if (!Number.isFinite(n)) return String(v);
-  const whole = Number.isInteger(n) ? n.toLocaleString("en-US") : n.toPrecision(6);
+  const whole = Number.isInteger(n) ? n.toLocaleString("en-US") : plain(n, 6);
   if (unit && unit.startsWith("count:")) return `${whole} ${plural(n, unit.slice(6))}`;
   switch (unit) {
-    case "currencyUSD": return `$${n.toPrecision(6).replace(/\.?0+$/, "")} USD`;
-    case "percentunit": return `${(n * 100).toPrecision(4)}%`;
+    case "currencyUSD": return `$${plain(n, 6)} USD`;
+    case "percentunit": return `${plain(n * 100, 4)}%`;
     case "ms": return `${n.toFixed(1)} ms`;
     case "s": return `${n.toFixed(3)} s`;
-    case "reqps": return `${n.toPrecision(4)} per second`;
+    case "reqps": return `${plain(n, 4)} per second`;
     case "tokens": return `${whole} tokens`;
     default: return whole;
   }
