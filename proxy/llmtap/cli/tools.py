@@ -89,10 +89,10 @@ def cmd_schema(args: argparse.Namespace, env: Environment) -> int:
                 client.command(stmt)
             print(f"llmtap schema: applied {len(stmts)} statements to {where}", file=sys.stderr)
             return 0
-        upgraded = apply_schema(client.command, client.command, db)
+        outcome = apply_schema(client.command, client.command, db)
     except Exception as e:
         fail(f"{where}: {failure_text(e)}")
-    done = "upgraded to" if upgraded else "already at"
+    done = {"created": "created at", "upgraded": "upgraded to", "current": "already at"}[outcome]
     print(f"llmtap schema: database {db} on {where} {done} schema version {SCHEMA_VERSION}", file=sys.stderr)
     return 0
 

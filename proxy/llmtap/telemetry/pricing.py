@@ -148,6 +148,9 @@ class Pricer:
             text_in = q(Tokens(t.input))[0] if t.input_audio or t.input_image else uncached
             text_out = q(Tokens(0, t.output))[1] if t.output_audio or t.output_image else out
             tool, unpriced = self._tools(r, q)
+            fee = q.request_fee()  # a fee per request pays for a tool the provider runs on every call
+            if fee:
+                tool = (tool or 0.0) + fee
         except Exception as e:  # inconsistent usage (a subset larger than its total), a price source bug
             log.warning("pricing %s/%s failed: %s", r.provider, r.response_model or r.request_model, e)
             return None

@@ -86,6 +86,11 @@ class Quote(ABC):
     def tool_price(self, kind: str) -> float | None:
         """USD per use of server tool ``kind``; ``None``: this price sheet has none."""
 
+    def request_fee(self) -> float:
+        """USD billed per request whatever its tokens (Perplexity's Sonar: its web search, $12 per 1000
+        requests in genai-prices); 0 for a sheet without one."""
+        return 0.0
+
 
 class RuleQuote(Quote):
     def __init__(self, rule: PriceRule) -> None:
@@ -154,6 +159,12 @@ class GenaiQuote(Quote):
             return None
         per = lin.units.get(unit) if lin is not None else self.unit_price(unit)
         return None if per is None else float(per)
+
+    def request_fee(self) -> float:
+        if self._linear() is not None:
+            return 0.0  # a linear sheet has no fee per request (Linear.probe: nothing for no tokens)
+        per = self.unit_price("requests")
+        return 0.0 if per is None else float(per)
 
     def unit_price(self, unit: str) -> Decimal | None:
         """genai-prices' USD per one ``unit`` (its ``<unit>_kcount`` price / 1000) for this model, if it has one."""

@@ -17,7 +17,7 @@ def columns() -> set[tuple[str, str]]:
     return out
 
 
-def run(versions: list[int], present: set[tuple[str, str]]) -> tuple[bool, list[str]]:
+def run(versions: list[int], present: set[tuple[str, str]]) -> tuple[str, list[str]]:
     executed: list[str] = []
 
     def scalar(sql: str) -> str:
@@ -28,27 +28,29 @@ def run(versions: list[int], present: set[tuple[str, str]]) -> tuple[bool, list[
     return apply_schema(executed.append, scalar), executed
 
 
-def test_a_new_store_is_created_and_records_the_version() -> None:
-    upgraded, executed = run([], set())
-    assert upgraded and executed[-1] == f"INSERT INTO llmtap.llmtap_schema (version) VALUES ({SCHEMA_VERSION})"
+def test_a_new_store_is_created_and_records_the_version_with_no_upgrade_statement() -> None:
+    outcome, executed = run([], set())
+    assert outcome == "created"
+    assert executed[-1] == f"INSERT INTO llmtap.llmtap_schema (version) VALUES ({SCHEMA_VERSION})"
+    assert not [s for s in executed if s.startswith("ALTER")]  # a new store's tables are today's: nothing to add
 
 
 def test_a_store_at_this_version_with_every_column_is_left_as_it_is() -> None:
-    upgraded, executed = run([SCHEMA_VERSION], columns())
-    assert not upgraded and not [s for s in executed if s.startswith(("ALTER", "INSERT"))]
+    outcome, executed = run([SCHEMA_VERSION], columns())
+    assert outcome == "current" and not [s for s in executed if s.startswith(("ALTER", "INSERT"))]
 
 
 @pytest.mark.parametrize("old", [1, 2, 3, (SCHEMA_VERSION >> 16) - 1 << 16])
 def test_a_store_an_earlier_schema_made_is_upgraded(old: int) -> None:
-    upgraded, executed = run([old], columns())
-    assert upgraded and any(" MODIFY QUERY " in s for s in executed)
+    outcome, executed = run([old], columns())
+    assert outcome == "upgraded" and any(" MODIFY QUERY " in s for s in executed)
 
 
 def test_a_column_missing_from_a_store_is_added_whatever_its_version_rows_say() -> None:
     """A store whose version row is today's but whose llm_calls lacks a column (a branch that added others)."""
     gone = ("llm_calls", "uncached_input_cost_usd")
-    upgraded, executed = run([SCHEMA_VERSION], columns() - {gone})
-    assert upgraded
+    outcome, executed = run([SCHEMA_VERSION], columns() - {gone})
+    assert outcome == "upgraded"
     assert any(s.startswith("ALTER TABLE llmtap.llm_calls ADD COLUMN IF NOT EXISTS uncached_input_cost_usd ")
                for s in executed)  # fmt: skip
 
@@ -56,5 +58,5 @@ def test_a_column_missing_from_a_store_is_added_whatever_its_version_rows_say() 
 def test_a_store_a_newer_schema_made_is_left_alone() -> None:
     """A rolling update: a newer sidecar upgraded the store, an older one starts on it and keeps its views."""
     newer = ((SCHEMA_VERSION >> 16) + 3) << 16
-    upgraded, executed = run([SCHEMA_VERSION, newer], columns() | {("llm_calls", "a_later_column")})
-    assert not upgraded and not [s for s in executed if s.startswith(("ALTER", "INSERT"))]
+    outcome, executed = run([SCHEMA_VERSION, newer], columns() | {("llm_calls", "a_later_column")})
+    assert outcome == "current" and not [s for s in executed if s.startswith(("ALTER", "INSERT"))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,23 @@ def test_bad_price_files_are_clear_errors(tmp_path: Path, text: str) -> None:
     f.write_text(text)
     with pytest.raises(PriceFileError, match=str(f)):
         load_price_file(f)
+
+
+def test_a_fee_per_request_is_part_of_the_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Perplexity's Sonar bills each request on top of its tokens (its web search: $12 per 1000 requests at the
+    list price genai-prices carries, $1 per Mtok in and out): the fee is in tool_cost_usd and cost_usd, and
+    cost_usd stays input + output + tool (the contract's identity). Found by the fast path's property test. No
+    provider llmtap knows bills per request yet: a provider mapped to genai-prices' ``perplexity`` stands in."""
+    from llmtap.telemetry import pricing
+
+    monkeypatch.setattr(pricing, "priced_by_model", lambda provider: False)
+    monkeypatch.setattr(pricing, "genai_prices_id", lambda provider: "perplexity")
+    r = rec(provider="perplexity", request_model="sonar", input_tokens=1000, output_tokens=500,
+            cache_read_tokens=0, reasoning_tokens=0)  # fmt: skip
+    Pricer().apply(r)
+    assert r.input_cost_usd == pytest.approx(1000 / 1e6) and r.output_cost_usd == pytest.approx(500 / 1e6)
+    assert r.tool_cost_usd == pytest.approx(12 / 1000)
+    assert r.cost_usd == pytest.approx(r.input_cost_usd + r.output_cost_usd + r.tool_cost_usd)
+    want = calc_price(Usage(input_tokens=1000, output_tokens=500), "sonar", provider_id="perplexity")
+    assert r.cost_usd == pytest.approx(float(want.total_price))
+    assert pricing.GenaiQuote("openai", "gpt-4o", {}, datetime.now(UTC)).request_fee() == 0.0  # none there

@@ -42,7 +42,7 @@ def calc_price(q: GenaiQuote, t: Tokens) -> tuple[float, float]:
 
 
 def tool_fees(q: GenaiQuote, t: Tokens) -> float:
-    """What ``calc_price`` bills beyond input and output for ``t``'s tool units."""
+    """What ``calc_price`` bills beyond input and output for ``t``: its tool units and a fee per request."""
     return float(q.calc(t)[2])
 
 
@@ -58,7 +58,7 @@ def test_the_fast_path_prices_like_calc_price(model: tuple[str, str], context: d
         return
     assert q(t) == want
     kinds = {"web_searches": "web_search", "storage_searches": "file_search"}
-    fees = 0.0
+    fees = q.request_fee()  # Perplexity's Sonar bills each request ($12 per 1000 in genai-prices)
     for unit, n in t.units:
         each = q.tool_price(kinds[unit])
         fees += n * each if each is not None else 0.0
