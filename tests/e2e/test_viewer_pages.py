@@ -266,6 +266,39 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
     page.close()
 
 
+@pytest.mark.parametrize("fragment, path", [("llmtap-overview", "/api/panel"), ("explain", "/api/explain")])
+def test_a_store_that_goes_away_while_a_page_loads_loads_it_again_when_back(
+    browser: Any, sc: Sidecar, fragment: str, path: str
+) -> None:
+    """/api/status said the store was up, then its reads answered 503 (the store went away in between: a loaded
+    machine showed it): the banner comes, and when the next status check finds the store, the panels and the page
+    load again by themselves (they stayed "waiting for the store" until a reload)."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    failed: list[str] = []
+
+    def away(route: Any) -> None:
+        if len(failed) < 40:  # every read of the first load
+            failed.append(route.request.url)
+            route.fulfill(status=503, content_type="application/json",
+                          body=json.dumps({"error": "store unreachable: it went away", "store_unreachable": True}))  # fmt: skip
+        else:
+            route.continue_()
+
+    page.route(f"**{path}*", away)
+    page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+    page.wait_for_selector("#banner:not([hidden])", timeout=30000)
+    failed.extend(["x"] * 40)  # the store is back: every later read goes through
+    page.wait_for_selector("#banner[hidden]", state="attached", timeout=30000)  # the next status check (5 s)
+    if fragment == "explain":
+        wait_page(page)
+    else:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.panel')].every(p => p.dataset.state === 'rendered')", timeout=60000
+        )
+    page.close()
+
+
 def test_a_store_that_does_not_answer_is_one_banner(chromium: Any, tmp_path: Path) -> None:
     ch = ClickHouseHTTP(tmp_path / "ch", free_port()).start()
     r = cli("seed", "--store", ch.url, "--calls", "2000", "--days", "2")

@@ -30,6 +30,12 @@ function showUp() {
   w.forEach((f) => f());
 }
 
+// Resolves when the banner next goes (at once when the store is not known to be down): what a panel or page
+// that met the store going away mid-load waits for before it loads again.
+export function whenUp() {
+  return down ? new Promise((resolve) => waiters.push(resolve)) : Promise.resolve();
+}
+
 // Resolves once the store answers (at once when it does).
 export async function storeReady() {
   const ok = await check();

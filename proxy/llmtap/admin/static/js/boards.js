@@ -2,7 +2,7 @@
 import { $, el } from "./dom.js";
 import { api, NeedLogin, StoreDown } from "./api.js";
 import { DRAW, drawTable } from "./charts.js";
-import { showDown, storeReady } from "./banner.js";
+import { showDown, storeReady, whenUp } from "./banner.js";
 import { showLogin } from "./login.js";
 
 export const state = { boards: [], board: null, vars: {}, timer: null, loadSeq: 0, varSeq: 0 };
@@ -37,6 +37,8 @@ async function loadPanel(panel, box, seq) {
       body.replaceChildren(el("div", { class: "empty" }, "waiting for the store"));
       box.dataset.state = "waiting";
       showDown(e.message);
+      // the status said the store was up when the board started loading: this panel loads again once it is
+      whenUp().then(() => { if (seq === state.loadSeq) loadPanel(panel, box, seq); });
       return;
     }
     body.replaceChildren(el("div", { class: "error" }, String(e.message || e)));

@@ -4,7 +4,7 @@
 import { $, el } from "./dom.js";
 import { api, NeedLogin, StoreDown } from "./api.js";
 import { openBoard, render, schedule, state } from "./boards.js";
-import { showDown, storeReady } from "./banner.js";
+import { showDown, storeReady, whenUp } from "./banner.js";
 import { showLogin, tokenFromLink } from "./login.js";
 import { explainPage } from "./pages/explain.js";
 import { callPage } from "./pages/call.js";
@@ -31,7 +31,14 @@ async function showPage(name, params) {
     page.dataset.state = "rendered";
   } catch (e) {
     if (e instanceof NeedLogin) { showLogin(); return; }
-    if (e instanceof StoreDown) showDown(e.message);
+    if (e instanceof StoreDown) {  // it went away while the page loaded: the page loads again once it is back
+      showDown(e.message);
+      page.replaceChildren(el("div", { class: "empty" }, "waiting for the store"));
+      page.dataset.state = "waiting";
+      const seq = state.loadSeq;
+      whenUp().then(() => { if (seq === state.loadSeq) showPage(name, params); });
+      return;
+    }
     page.append(el("div", { class: "error" }, String(e.message || e)));
     page.dataset.state = "error";
   }

@@ -1,7 +1,7 @@
 // "Why did cost change? Why is it slow?": the explain analyses for a window and its baseline, the same
 // numbers as `llmtap explain-cost` / `explain-latency` (the server runs the same SQL and the same formatting).
 import { DRIVER_UNITS, el, exact, fmt, ratio, usd } from "../dom.js";
-import { api, NeedLogin } from "../api.js";
+import { api, NeedLogin, StoreDown } from "../api.js";
 
 const WINDOWS = ["1h", "6h", "24h"];
 const BASELINES = [["7d", "same window, previous 7 days"], ["1d", "same window, yesterday"], ["previous", "the window before"]];
@@ -118,7 +118,7 @@ export async function explainPage(page, params) {
       picked = await pickWindow(q);
       q.window = picked.window;
     } catch (e) {
-      if (e instanceof NeedLogin) throw e;
+      if (e instanceof NeedLogin || e instanceof StoreDown) throw e;  // the login box; the page again once back
       q.window = "24h";  // the cost part below says what went wrong
     }
   }
@@ -143,7 +143,8 @@ export async function explainPage(page, params) {
     costBox.dataset.state = "rendered";
     costBox.dataset.delta = String(res.delta_usd);
   } catch (e) {
-    if (e instanceof NeedLogin) throw e;  // the login box, not an error in the box
+    // the login box, or the whole page again once the store is back: not an error in the box
+    if (e instanceof NeedLogin || e instanceof StoreDown) throw e;
     costBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     costBox.dataset.state = "error";
   }
@@ -151,7 +152,7 @@ export async function explainPage(page, params) {
     latBox.replaceChildren(latencyBlock(await lat));
     latBox.dataset.state = "rendered";
   } catch (e) {
-    if (e instanceof NeedLogin) throw e;
+    if (e instanceof NeedLogin || e instanceof StoreDown) throw e;
     latBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     latBox.dataset.state = "error";
   }
