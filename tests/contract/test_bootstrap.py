@@ -115,6 +115,7 @@ def test_bootstrap_builds_a_working_venv_on_this_kind_of_machine(tmp_path: Path)
             shutil.copy2(ROOT / rel, repo / rel)
     env = machine(tmp_path, {"python3.12": SHIM, "python3": fake_311(tmp_path)}, {"3.12.1": PY312})
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_NO_COMPILE"] = "1"  # the same files installed, without byte-compiling every dependency (~1/3 of the CPU)
     for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONFIG_FILE", "XDG_CACHE_HOME"):
         if k in os.environ:
             env[k] = os.environ[k]

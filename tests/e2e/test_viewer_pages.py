@@ -276,12 +276,12 @@ def test_a_store_that_goes_away_while_a_page_loads_loads_it_again_when_back(
     page = browser.new_page()
     page.set_viewport_size({"width": 1500, "height": 1000})
     failed: list[str] = []
+    gone = json.dumps({"error": "store unreachable: it went away", "store_unreachable": True})
 
     def away(route: Any) -> None:
         if len(failed) < 40:  # every read of the first load
             failed.append(route.request.url)
-            route.fulfill(status=503, content_type="application/json",
-                          body=json.dumps({"error": "store unreachable: it went away", "store_unreachable": True}))  # fmt: skip
+            route.fulfill(status=503, content_type="application/json", body=gone)
         else:
             route.continue_()
 
