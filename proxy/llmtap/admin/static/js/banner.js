@@ -38,9 +38,7 @@ export function whenUp() {
 
 // Resolves once the store answers (at once when it does).
 export async function storeReady() {
-  const ok = await check();
-  if (ok) return;
-  await new Promise((resolve) => waiters.push(resolve));
+  if (!(await check())) await whenUp();
 }
 
 async function check() {

@@ -92,6 +92,8 @@ function windowButtons(value, onChange) {
 // how far cost moved against the baseline (a window with no baseline cost has nothing to compare with)
 const relative = (res) => (res.baseline_cost_usd > 0 ? Math.abs(res.delta_usd) / res.baseline_cost_usd : 0);
 const SIGNIFICANT = 0.05;  // a window whose cost moved less than this is no story
+// what ends the page rather than fills a box: the login box, or the whole page again once the store is back
+const endsPage = (e) => e instanceof NeedLogin || e instanceof StoreDown;
 
 // Without a window in the link: the window whose cost moved the most against its baseline (the demo's planted
 // one-hour regression shows in 1h at once, where 24h dilutes it), else 24h; the note says why.
@@ -118,7 +120,7 @@ export async function explainPage(page, params) {
       picked = await pickWindow(q);
       q.window = picked.window;
     } catch (e) {
-      if (e instanceof NeedLogin || e instanceof StoreDown) throw e;  // the login box; the page again once back
+      if (endsPage(e)) throw e;
       q.window = "24h";  // the cost part below says what went wrong
     }
   }
@@ -143,8 +145,7 @@ export async function explainPage(page, params) {
     costBox.dataset.state = "rendered";
     costBox.dataset.delta = String(res.delta_usd);
   } catch (e) {
-    // the login box, or the whole page again once the store is back: not an error in the box
-    if (e instanceof NeedLogin || e instanceof StoreDown) throw e;
+    if (endsPage(e)) throw e;
     costBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     costBox.dataset.state = "error";
   }
@@ -152,7 +153,7 @@ export async function explainPage(page, params) {
     latBox.replaceChildren(latencyBlock(await lat));
     latBox.dataset.state = "rendered";
   } catch (e) {
-    if (e instanceof NeedLogin || e instanceof StoreDown) throw e;
+    if (endsPage(e)) throw e;
     latBox.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     latBox.dataset.state = "error";
   }
