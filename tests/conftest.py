@@ -29,7 +29,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unmarked:
         raise pytest.UsageError(f"mark these e2e (pytestmark = pytest.mark.e2e in the file): {', '.join(unmarked[:5])}")
     # The parallel run hands each file to one worker (--dist loadfile) in this order: the long files first, so
-    # none is left to run alone at the end. The order within a file is kept.
+    # none is left to run alone at the end. The order within a file is kept. xdist would otherwise reorder the
+    # files by their number of tests (most first), which sent the one-test demo (2.5 min) and the benchmark
+    # smoke run to the end of the run: --no-loadscope-reorder (addopts) keeps this order.
     items.sort(key=lambda item: rank[str(item.fspath)])
 
 
