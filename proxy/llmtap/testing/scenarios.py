@@ -32,6 +32,7 @@ from ..record import CallRecord
 from ..telemetry.pricing import Pricer
 from ..telemetry.semconv import otel_traces_row
 from . import synthetic
+from .synthetic_prices import DailyPrices
 
 DAY = 86400
 MARGIN = 900
@@ -93,6 +94,7 @@ def _window_spec(s: Spec) -> tuple[Spec, str]:
 
 def explain_records(end: float, days: int = 7, pricer: Pricer | None = None) -> Iterator[CallRecord]:
     pricer = pricer or Pricer()
+    prices = DailyPrices(pricer)  # a few usages, thousands of times each
     slow_from = regression_hour(end)
     for d in range(days + 1):
         day_end = end - d * DAY
@@ -108,7 +110,7 @@ def explain_records(end: float, days: int = 7, pricer: Pricer | None = None) -> 
                 ts = day_end - DAY + MARGIN + span * (i + 0.5) / spec.calls
                 jitter = (rnd.lognormvariate(0, 0.25), rnd.lognormvariate(0, 0.3), rnd.uniform(10, 14))
                 slow = d == 0 and spec.provider == "openai" and slow_from <= ts < slow_from + 3600
-                yield _record(spec, version, ts, jitter, TTFB_FACTOR if slow else 1.0, pricer)
+                yield _record(spec, version, ts, jitter, TTFB_FACTOR if slow else 1.0, prices)
     yield from agent_run(end - 2 * 3600, pricer)
 
 
@@ -162,7 +164,7 @@ def _record(
     ts: float,
     jitter: tuple[float, float, float],
     ttfb_factor: float,
-    pricer: Pricer,
+    pricer: Pricer | DailyPrices,
     priced: bool = True,
 ) -> CallRecord:
     openai = s.provider == "openai"

@@ -156,8 +156,9 @@ def generate(
         r.finish_reason, r.finish_reason_raw = ("", "") if embeddings else ("stop", "stop")
         roll = 1.0 if steady else rnd.random()
         _unpriced(r, dims, steady)
-        clean = dataclasses.replace(r, gaps_s=[])  # the call as it succeeds, for its retry
+        clean = r  # the call as it succeeds, for its retry (a copy, made before an error changes it)
         if roll < 0.06:
+            clean = dataclasses.replace(r, gaps_s=[])
             etype, status, code = rnd.choice(ERRORS)
             r.outcome, r.error_type, r.error_code, r.status_code = "error", etype, code, status
             r.error_message = f"synthetic {etype}"

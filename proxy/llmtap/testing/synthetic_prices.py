@@ -1,9 +1,11 @@
-"""The seeded history's prices: the pricer's, computed once per model (:class:`LinearPrices`)."""
+"""The seeded history's prices: the pricer's, computed once per model (:class:`LinearPrices`) or once per usage and
+day (:class:`DailyPrices`)."""
 
 from __future__ import annotations
 
+from ..providers import genai_prices_id, priced_by_model
 from ..record import CallRecord
-from ..telemetry.pricing import Pricer
+from ..telemetry.pricing import Pricer, Tokens
 
 
 class LinearPrices:
@@ -73,3 +75,73 @@ class LinearPrices:
                 return None
             usd += n * each
         return usd
+
+
+_PRICED = (  # what Pricer.apply writes
+    "cost_usd",
+    "input_cost_usd",
+    "output_cost_usd",
+    "uncached_input_cost_usd",
+    "tool_cost_usd",
+    "unpriced_tools",
+    "text_rate_input_cost_usd",
+    "text_rate_output_cost_usd",
+    "cost_source",
+    "price_version",
+)
+
+
+class DailyPrices:
+    """:meth:`Pricer.apply <llmtap.telemetry.pricing.Pricer.apply>` computed once per usage and UTC day: a
+    planted scenario repeats a few usages thousands of times, and the pricer probes a model's prices once per
+    hour. genai-prices changes a price on a start date (a UTC day) or at a time of day: a call of a model
+    with a time-of-day price is priced on its own, every other one copies the pricer's answer for the same
+    usage on the same day — the same values the pricer would give it (``on_lookup`` sees only the first)."""
+
+    def __init__(self, pricer: Pricer) -> None:
+        self.pricer = pricer
+        self._done: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self._timed: dict[tuple[str, str, str], bool] = {}
+
+    def apply(self, r: CallRecord) -> None:
+        if r.cost_usd is not None or r.usage_source == "none" or r.timestamp <= 0 or self._time_of_day(r):
+            self.pricer.apply(r)
+            return
+        key = (
+            int(r.timestamp // 86400),
+            r.provider,
+            r.request_model,
+            r.response_model,
+            r.service_tier,
+            r.billing,
+            Tokens.of(r),
+            tuple(sorted(r.server_tool_calls.items())),
+        )
+        done = self._done.get(key)
+        if done is None:
+            self.pricer.apply(r)
+            self._done[key] = tuple(getattr(r, k) for k in _PRICED)
+            return
+        for k, v in zip(_PRICED, done, strict=True):
+            setattr(r, k, v)
+
+    def _time_of_day(self, r: CallRecord) -> bool:
+        """Whether genai-prices has a time-of-day price for a model ``r`` names (at its provider)."""
+        key = (r.provider, r.request_model, r.response_model)
+        if key not in self._timed:
+            self._timed[key] = any(_timed(r.provider, m) for m in {r.request_model, r.response_model} if m)
+        return self._timed[key]
+
+
+def _timed(provider: str, model: str) -> bool:
+    from genai_prices.data_snapshot import get_snapshot
+    from genai_prices.types import ModelPrice, TimeOfDateConstraint
+
+    pid = None if priced_by_model(provider) else genai_prices_id(provider)
+    try:
+        info = get_snapshot().find_provider_model(model, None, pid, None)[1]
+    except LookupError:
+        return False  # not priced by genai-prices at this provider
+    conditional = [] if isinstance(info.prices, ModelPrice) else info.prices
+    constraints = [c.constraint for c in conditional] + [v.constraint for v in info.price_variants or ()]
+    return any(isinstance(c, TimeOfDateConstraint) for c in constraints)
