@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from ..errors import LlmtapError
 from .sqlfunctions import load as load_functions
 from .sqlnames import NameRefused, check_tree, check_values
+from .sqlverdicts import Refusal, VerdictCache
 
 log = logging.getLogger("llmtap.admin")
 
@@ -315,19 +316,46 @@ def described_statements(db: str) -> list[str]:
 
 
 class Guard:
-    """The admin query check for one store: its parser and its database."""
+    """The admin query check for one store: its parser, its database, its last verdicts (:mod:`.sqlverdicts`)."""
 
     def __init__(self, parser: Parser, db: str) -> None:
         self.parser = parser
         self.db = db
         self._described: frozenset[str] | None = None
         self._engine: frozenset[str] | None = None
+        self._verdicts: VerdictCache[Checked | Refusal] = VerdictCache()
 
     def check(self, sql: str) -> Checked:
         if not isinstance(sql, str) or not sql.strip():
             raise _refuse("empty query")
         if len(sql) > MAX_QUERY_CHARS:
             raise _refuse(f"query longer than {MAX_QUERY_CHARS} characters")
+        hit = self._verdicts.get(sql)
+        if isinstance(hit, Refusal):
+            raise _refuse(hit.message)  # a new error each time: one raised in two threads would share a traceback
+        if hit is not None:
+            return hit
+        text, tree = self._parse(sql)
+        if tree is None:
+            # Not remembered: the parser also answers None when the engine's answer never came (see _parse).
+            if text in self.described():
+                return Checked(text, "describe")
+            raise _refuse(
+                "only SELECT, WITH, EXPLAIN, SHOW TABLES/COLUMNS and DESCRIBE/SHOW CREATE/EXISTS of llmtap's tables"
+            )
+        try:
+            kind, params = _check_tree(tree, self.db)
+            check_tree(tree, load_functions(), self.engine())
+        except (QueryRefused, NameRefused) as e:
+            self._verdicts.put(sql, Refusal(str(e)), len(str(e)))
+            raise _refuse(str(e)) from None
+        checked = Checked(text, kind, params)
+        self._verdicts.put(sql, checked, len(text) + sum(map(len, params)))
+        return checked
+
+    def _parse(self, sql: str) -> tuple[str, dict[str, Any] | None]:
+        """The canonical text and its tree. A refusal here is not remembered: the store's parser fails alike when
+        its answer was lost (a session's leftover output, twice) and when the text does not parse."""
         try:
             text = self.parser.canonical(sql)
         except QueryRefused:
@@ -337,23 +365,11 @@ class Guard:
                 raise
             raise _refuse(f"not a single valid statement: {_engine_message(e)}") from None
         try:
-            tree = self.parser.syntax_tree(text)
+            return text, self.parser.syntax_tree(text)
         except Exception as e:
             if _store_away(e):
                 raise
             raise _refuse(f"cannot parse the query: {_engine_message(e)}") from None
-        if tree is None:
-            if text in self.described():
-                return Checked(text, "describe")
-            raise _refuse(
-                "only SELECT, WITH, EXPLAIN, SHOW TABLES/COLUMNS and DESCRIBE/SHOW CREATE/EXISTS of llmtap's tables"
-            )
-        kind, params = _check_tree(tree, self.db)
-        try:
-            check_tree(tree, load_functions(), self.engine())
-        except NameRefused as e:
-            raise _refuse(str(e)) from None
-        return Checked(text, kind, params)
 
     def check_values(self, values: Iterable[str]) -> None:
         """Bound parameter values are literals to the engine: none may name a denied aggregate."""
