@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ DENIED_FUNCTIONS: dict[str, str] = {
 ALLOWED_INTERNAL = frozenset({"caseWithExpression", "caseWithExpr"})
 # SQL constructs the parser writes as function calls but the engine does not list as functions.
 SYNTAX_FUNCTIONS = frozenset({"lambda", "exists", "grouping", "GROUPING"})
+MEMO_NAMES = 16_384  # distinct names whose decision a Functions remembers (each decision, least recent out)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,28 @@ class Functions:
         A name calls something when it is (in any case) one of the engine's functions (the shipped list,
         or ``engine``: the lower-cased names the running engine reports), or a denied
         aggregate with combinators appended. Allowed functions pass, as :meth:`is_allowed` says."""
+        return self._memo_refusal(name, engine)
+
+    def denied_aggregate(self, name: str) -> str | None:
+        """Why ``name`` (a word inside a string value) is refused: it names a denied aggregate function,
+        the one kind of function a value can call (``arrayReduce('f', …)``, ``AggregateFunction(f, …)``)."""
+        return self._memo_denied_aggregate(name)
+
+    # Each word of each query is decided here, most of them many times (``feature``, ``llm_calls``, ...), and a
+    # decision strips every combinator suffix: remembered per name. Bounded, as a query may carry any word.
+    @functools.cached_property
+    def _memo_refusal(self) -> Callable[[str, frozenset[str]], str | None]:
+        return functools.lru_cache(maxsize=MEMO_NAMES)(self._refusal)
+
+    @functools.cached_property
+    def _memo_denied_aggregate(self) -> Callable[[str], str | None]:
+        return functools.lru_cache(maxsize=MEMO_NAMES)(self._denied_aggregate)
+
+    @functools.cached_property
+    def _combinators_lower(self) -> tuple[str, ...]:
+        return tuple(c.lower() for c in self.combinators)
+
+    def _refusal(self, name: str, engine: frozenset[str]) -> str | None:
         if self.is_allowed(name):
             return None
         low = name.lower()
@@ -132,9 +156,7 @@ class Functions:
         base = self._denied_base(low)
         return None if base is None else self._denied_ci(base) or "a denied aggregate function"
 
-    def denied_aggregate(self, name: str) -> str | None:
-        """Why ``name`` (a word inside a string value) is refused: it names a denied aggregate function,
-        the one kind of function a value can call (``arrayReduce('f', …)``, ``AggregateFunction(f, …)``)."""
+    def _denied_aggregate(self, name: str) -> str | None:
         low = name.lower()
         base = low if low in self.denied_aggregates else self._denied_base(low)
         return None if base is None else self._denied_ci(base) or "a denied aggregate function"
@@ -147,10 +169,16 @@ class Functions:
 
     def _denied_base(self, low: str) -> str | None:
         """The denied aggregate ``low`` is made of, with combinators appended (``stochasticLinearRegressionIf``)."""
-        lowered = tuple(c.lower() for c in self.combinators)
-        return next((b for b in _bases(low, lowered) if b in self.denied_aggregates), None)
+        return next((b for b in _bases(low, self._combinators_lower) if b in self.denied_aggregates), None)
 
     def is_allowed(self, name: str) -> bool:
+        return self._memo_is_allowed(name)
+
+    @functools.cached_property
+    def _memo_is_allowed(self) -> Callable[[str], bool]:
+        return functools.lru_cache(maxsize=MEMO_NAMES)(self._is_allowed)
+
+    def _is_allowed(self, name: str) -> bool:
         if name in self.allowed or name in SYNTAX_FUNCTIONS or name.lower() in self.allowed_ci:
             return True
         return self._combined(name)
