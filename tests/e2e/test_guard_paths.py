@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,9 +91,65 @@ def _cookie(sc: Sidecar) -> str:
     return cookie
 
 
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("LLMTAP_")}
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMTAP_")}
-    return subprocess.run([*LLMTAP, "sql", *args, "--format", "TSV"], capture_output=True, timeout=120, env=env)
+    return subprocess.run([*LLMTAP, "sql", *args, "--format", "TSV"], capture_output=True, timeout=120, env=_env())
+
+
+# ``llmtap sql`` once per probe, all in one process: what ``python -m llmtap sql …`` runs (``llmtap.cli.main`` with
+# the argv, the environment read by it), each probe with its own exit code and its own stdout and stderr, taken at
+# the file descriptors (what the engine or a library writes there is seen too). A process per probe spent ~1 CPU-s
+# on imports and start-up each; the probes are what is under test, and each still takes the whole command path.
+_PROBES = """
+import json, os, sys, tempfile, traceback
+from llmtap.cli import main
+out, probes = sys.argv[1], json.loads(sys.stdin.read())
+results = []
+for argv in probes:
+    with tempfile.TemporaryFile() as o, tempfile.TemporaryFile() as e:
+        sys.stdout.flush(); sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(o.fileno(), 1); os.dup2(e.fileno(), 2)
+        try:
+            rc = main(argv)
+        except SystemExit as x:
+            rc = x.code if isinstance(x.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            rc = 1
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+            os.close(saved[0]); os.close(saved[1])
+        o.seek(0); e.seek(0)
+        results.append([rc, o.read().decode("latin-1"), e.read().decode("latin-1")])
+with open(out, "w") as f:
+    json.dump(results, f)
+"""
+
+
+@dataclass
+class Probe:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _cli_each(queries: list[str], *args: str, tmp: Path) -> list[Probe]:
+    """``llmtap sql QUERY *args --format TSV`` for each query, in one process (:data:`_PROBES`)."""
+    argv = [["sql", q, *args, "--format", "TSV"] for q in queries]
+    out = tmp / "probes.json"
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBES, str(out)], input=json.dumps(argv).encode(), capture_output=True, timeout=300,
+        env=_env(),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    results = json.loads(out.read_text())
+    assert len(results) == len(queries)
+    return [Probe(rc, o.encode("latin-1"), e.encode("latin-1")) for rc, o, e in results]
 
 
 def test_apply_reads_no_secret_through_the_api_with_the_token(target: Target) -> None:
@@ -119,7 +176,7 @@ def test_apply_reads_no_secret_with_the_viewer_cookie(target: Target) -> None:
         assert not any(s in out for s in secrets), q
 
 
-def test_apply_reads_no_secret_through_llmtap_sql(target: Target) -> None:
+def test_apply_reads_no_secret_through_llmtap_sql(target: Target, tmp_path: Path) -> None:
     """``llmtap sql`` through the sidecar, and — on the server store — on the store itself (``--admin ''``)."""
     sc = target.sc
     routes = [("--admin", f"127.0.0.1:{sc.admin}", "--admin-token", sc.token)]
@@ -127,10 +184,12 @@ def test_apply_reads_no_secret_through_llmtap_sql(target: Target) -> None:
         routes.append(("--store", target.store, "--admin", ""))
     secrets = secrets_of(sc)
     for route in routes:
-        ok = _cli(HARMLESS, *route)
+        ok = _cli(HARMLESS, *route)  # the command as a process of its own
         assert ok.returncode == 0 and ok.stdout.strip() == b"42", (route, ok.stderr)
-        for q in attacks(sc):
-            r = _cli(q, *route)
+        queries = [HARMLESS, *attacks(sc)]
+        harmless, *results = _cli_each(queries, *route, tmp=tmp_path)
+        assert harmless.returncode == 0 and harmless.stdout.strip() == b"42", (route, harmless.stderr)
+        for q, r in zip(queries[1:], results, strict=True):
             assert r.returncode != 0 and b"not allowed" in r.stderr, (route, q, r.stdout[:300], r.stderr[:300])
             assert not any(s in r.stdout + r.stderr for s in secrets), (route, q)
 
@@ -140,10 +199,12 @@ def test_apply_reads_no_secret_from_the_embedded_store_opened_by_llmtap_sql(mock
     sc = start_sidecar(tmp_path / "data", mock)
     stop(sc.proc)
     route = ("--data-dir", str(sc.data_dir))
-    ok = _cli(HARMLESS, *route)
+    ok = _cli(HARMLESS, *route)  # the command as a process of its own
     assert ok.returncode == 0 and ok.stdout.strip() == b"42", ok.stderr
     secrets = [s for s in secrets_of(sc) if s != PLANTED.encode()]
-    for q in attacks(sc):
-        r = _cli(q, *route)
+    queries = [HARMLESS, *attacks(sc)]
+    harmless, *results = _cli_each(queries, *route, tmp=tmp_path)
+    assert harmless.returncode == 0 and harmless.stdout.strip() == b"42", harmless.stderr
+    for q, r in zip(queries[1:], results, strict=True):
         assert r.returncode != 0 and b"not allowed" in r.stderr, (q, r.stdout[:300], r.stderr[:300])
         assert not any(s in r.stdout for s in secrets), q

@@ -120,21 +120,32 @@ class BatchParser:
         self.canon: dict[str, str | None] = {}
         self.trees: dict[str, dict[str, Any] | None] = {}
 
-    def prefetch(self, queries: Iterable[str], size: int = 400) -> None:
+    # What the batch takes a tree of: every statement that has one (DESCRIBE, SHOW CREATE, EXISTS have none, and
+    # parseQueryToJSON's error on one would fail its whole batch: those are asked one at a time, as the guard does).
+    TREED = ("SELECT", "WITH", "EXPLAIN")
+
+    def prefetch(self, queries: Iterable[str], size: int = 2000) -> None:
         todo = [q for q in dict.fromkeys(queries) if q not in self.canon]
         for i in range(0, len(todo), size):
             part = todo[i : i + size]
-            sql = (
-                "SELECT q, c, if(c IS NULL OR NOT (startsWith(c, 'SELECT') OR startsWith(c, 'WITH')), NULL, "
-                "parseQueryToJSON(c)) AS j FROM (SELECT q, formatQuerySingleLineOrNull(q) AS c "
-                "FROM (SELECT arrayJoin(JSONExtract({qs:String}, 'Array(String)')) AS q))"
-            )
-            raw = self.store.read(sql, "JSONEachRow", {"qs": json.dumps(part)})
-            for line in raw.splitlines():
-                row = json.loads(line)
-                self.canon[row["q"]] = row["c"]
-                if row["c"] is not None and row["j"] is not None:
-                    self.trees[row["c"]] = json.loads(row["j"])
+            try:
+                self._batch(part, self.TREED)
+            except Exception:  # a statement of these whose tree the engine cannot write: trees of SELECTs only
+                self._batch(part, ("SELECT", "WITH"))
+
+    def _batch(self, part: list[str], treed: tuple[str, ...]) -> None:
+        has_tree = " OR ".join(f"startsWith(c, '{p}')" for p in treed)
+        sql = (
+            f"SELECT q, c, if(c IS NULL OR NOT ({has_tree}), NULL, parseQueryToJSON(c)) AS j FROM "
+            "(SELECT q, formatQuerySingleLineOrNull(q) AS c FROM "
+            "(SELECT arrayJoin(JSONExtract({qs:String}, 'Array(String)')) AS q))"
+        )
+        raw = self.store.read(sql, "JSONEachRow", {"qs": json.dumps(part)})
+        for line in raw.splitlines():
+            row = json.loads(line)
+            self.canon[row["q"]] = row["c"]
+            if row["c"] is not None and row["j"] is not None:
+                self.trees[row["c"]] = json.loads(row["j"])
 
     def parses(self, sql: str) -> bool:
         if sql not in self.canon:
