@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import CHROMIUM, FLAGS, sign_in
+from browser import CHROMIUM, FLAGS, MARK, PANELS_DRAWN, opened, page_drawn, redrawn, sign_in
 from helpers import LLMTAP, Sidecar, start_sidecar, stop
 
 BOARDS = ["llmtap-overview", "llmtap-latency", "llmtap-cost", "llmtap-errors", "llmtap-agents", "llmtap-calls"]
@@ -68,14 +69,14 @@ def browser(chromium: Any, seeded_sidecar: Sidecar) -> Iterator[Any]:
     ctx.close()
 
 
-def open_board(browser: Any, sc: Sidecar, fragment: str) -> tuple[Any, list[str]]:
-    page = browser.new_page()
+@contextmanager
+def open_board(browser: Any, sc: Sidecar, fragment: str) -> Iterator[tuple[Any, list[str]]]:
+    """A new page on the board, drawn; closed when the test is done with it (pass or fail)."""
     errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
-    wait_rendered(page)
-    return page, errors
+    with opened(browser, errors) as page:
+        page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
+        wait_rendered(page)
+        yield page, errors
 
 
 def wait_rendered(page: Any) -> None:
@@ -101,55 +102,52 @@ def panel_states(page: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("uid", BOARDS)
 def test_every_panel_renders_without_console_errors(browser: Any, seeded_sidecar: Sidecar, uid: str) -> None:
-    page, errors = open_board(browser, seeded_sidecar, uid)
-    states = panel_states(page)
-    board = page.evaluate("() => ({title: document.getElementById('title').textContent})")
+    with open_board(browser, seeded_sidecar, uid) as (page, errors):
+        states = panel_states(page)
+        board = page.evaluate("() => ({title: document.getElementById('title').textContent})")
     assert board["title"].startswith("LLM")
     assert states and all(s["state"] == "rendered" for s in states), [s for s in states if s["state"] != "rendered"]
     assert all(s["drawn"] and not s["empty"] for s in states), [s["title"] for s in states if not s["drawn"]]
     assert {s["type"] for s in states} <= {"timeseries", "stat", "table", "barchart", "heatmap"}
     assert errors == []  # screenshots of every board: test_viewer_layout.py
-    page.close()
 
 
 def test_panel_types_cover_what_the_dashboards_use(browser: Any, seeded_sidecar: Sidecar) -> None:
     seen: set[str] = set()
     for uid in BOARDS:
-        page, _ = open_board(browser, seeded_sidecar, uid)
-        seen |= {s["type"] for s in panel_states(page)}
-        page.close()
+        with open_board(browser, seeded_sidecar, uid) as (page, _):
+            seen |= {s["type"] for s in panel_states(page)}
     assert {"timeseries", "stat", "table", "barchart", "heatmap"} <= seen
 
 
 def test_variables_range_and_trace_link(browser: Any, seeded_sidecar: Sidecar) -> None:
-    page, errors = open_board(browser, seeded_sidecar, "llmtap-calls")
-    options = page.eval_on_selector("select[data-var=provider]", "s => [...s.options].map(o => o.value)")
-    assert "$__all" in options and "openai" in options and "anthropic" in options
-    requests: list[str] = []
-    page.on("request", lambda r: requests.append(r.url) if "/api/panel" in r.url else None)
-    page.select_option("select[data-var=provider]", "anthropic")
-    page.wait_for_timeout(300)
-    wait_rendered(page)
-    col = page.eval_on_selector_all(".panel table th", "ths => ths.map(t => t.textContent)").index("provider") + 1
-    providers = page.eval_on_selector_all(f".panel table tr td:nth-child({col})", "tds => tds.map(t => t.textContent)")
-    assert providers and set(providers) == {"anthropic"}
-    page.select_option("#range", "3600")
-    page.wait_for_timeout(300)
-    wait_rendered(page)
-    assert len(requests) >= 2  # re-queried on each change
-    link = page.eval_on_selector(".panel table a[href^='#call']", "a => a.getAttribute('href')")
-    assert link.startswith("#call?trace_id=")
-    page.click(".panel table a[href^='#call']")  # a row leads to its call page, the call page to its span
-    page.wait_for_function("() => document.getElementById('page').dataset.state === 'rendered'")
-    assert "anthropic" in page.inner_text("#page")
-    page.click("#page .links a[href^='#llmtap-trace']")
-    page.wait_for_function("() => document.getElementById('title').textContent === 'LLM trace'")
-    wait_rendered(page)
-    trace = panel_states(page)[0]
-    assert trace["type"] == "traces" and trace["state"] == "rendered" and trace["drawn"]
-    assert "gen_ai.provider.name=anthropic" in page.inner_text(".panel .body")
-    assert errors == []
-    page.close()
+    with open_board(browser, seeded_sidecar, "llmtap-calls") as (page, errors):
+        options = page.eval_on_selector("select[data-var=provider]", "s => [...s.options].map(o => o.value)")
+        assert "$__all" in options and "openai" in options and "anthropic" in options
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url) if "/api/panel" in r.url else None)
+        with redrawn(page):
+            page.select_option("select[data-var=provider]", "anthropic")
+        col = page.eval_on_selector_all(".panel table th", "ths => ths.map(t => t.textContent)").index("provider") + 1
+        providers = page.eval_on_selector_all(
+            f".panel table tr td:nth-child({col})", "tds => tds.map(t => t.textContent)"
+        )
+        assert providers and set(providers) == {"anthropic"}
+        with redrawn(page):
+            page.select_option("#range", "3600")
+        assert len(requests) >= 2  # re-queried on each change
+        link = page.eval_on_selector(".panel table a[href^='#call']", "a => a.getAttribute('href')")
+        assert link.startswith("#call?trace_id=")
+        page.click(".panel table a[href^='#call']")  # a row leads to its call page, the call page to its span
+        page.wait_for_function("() => document.getElementById('page').dataset.state === 'rendered'")
+        assert "anthropic" in page.inner_text("#page")
+        page.click("#page .links a[href^='#llmtap-trace']")
+        page.wait_for_function("() => document.getElementById('title').textContent === 'LLM trace'")
+        wait_rendered(page)
+        trace = panel_states(page)[0]
+        assert trace["type"] == "traces" and trace["state"] == "rendered" and trace["drawn"]
+        assert "gen_ai.provider.name=anthropic" in page.inner_text(".panel .body")
+        assert errors == []
 
 
 def test_report_command(seeded_sidecar: Sidecar) -> None:
@@ -242,14 +240,11 @@ INERT = {"xss": 0, "imgs": 0, "scripts": 1, "frames": 0, "svgs": 0, "handlers": 
 
 
 def _settle(page: Any, fragment: str) -> None:
-    """A board is drawn when every panel has a state; a page (call, session, explain) when it says so."""
+    """A board is drawn when every panel it drew anew has a state; a page (call, session, explain) when it says so
+    of its new content (what was shown before the step is marked: :data:`browser.MARK`)."""
     name = fragment.split("?", 1)[0]
     if name in ("call", "session", "explain"):
-        page.wait_for_function(
-            f"() => document.getElementById('page').dataset.page === '{name}' &&"
-            " ['rendered', 'error'].includes(document.getElementById('page').dataset.state)",
-            timeout=60000,
-        )
+        page.wait_for_function(page_drawn(name), timeout=60000)
         assert page.eval_on_selector("#page", "p => p.dataset.state") == "rendered", (
             fragment,
             page.inner_text("#page"),
@@ -261,7 +256,7 @@ def _settle(page: Any, fragment: str) -> None:
             states = page.eval_on_selector_all("[data-section]", "ss => ss.map(s => s.dataset.state)")
             assert set(states) == {"rendered"}, (fragment, page.inner_text("#page"))
     else:
-        wait_rendered(page)
+        page.wait_for_function(PANELS_DRAWN, timeout=60000)
 
 
 def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any, hostile_sidecar: Any) -> None:
@@ -289,26 +284,27 @@ def test_markup_in_every_attacker_controlled_column_renders_inert(chromium: Any,
     ]
     seen: set[str] = set()
     for fragment in fragments:
+        page.evaluate(MARK)
         page.goto(f"http://127.0.0.1:{sc.admin}/#{fragment}")
-        page.wait_for_timeout(200)
         _settle(page, fragment)
+        if fragment == fragments[0]:  # the board's auto-refresh off: each board is drawn by the step that opens it
+            page.select_option("#refresh", "0")
         for sel in page.query_selector_all("select[data-var]"):
             values = sel.eval_on_selector_all("option", "os => os.map(o => o.value)")
             for value in values:
                 if value in XSS:
-                    sel.select_option(value)
-                    page.wait_for_timeout(150)
-                    wait_rendered(page)
+                    with redrawn(page):
+                        sel.select_option(value)
                     seen.add("dropdown")
         if fragment == "llmtap-calls":  # the explorer's text filters, typed in as a user would
             for box in page.query_selector_all("input[data-var]"):
-                box.fill(XSS[0])
-                box.press("Enter")
-                page.wait_for_timeout(150)
-                wait_rendered(page)
+                with redrawn(page):
+                    box.fill(XSS[0])
+                    box.press("Enter")
                 assert page.evaluate(INJECTED) == INERT, (fragment, box.get_attribute("data-var"))
-                box.fill("")
-                box.press("Enter")
+                with redrawn(page):
+                    box.fill("")
+                    box.press("Enter")
                 seen.add("filter")
         text = page.inner_text("body")
         if any(p in text for p in XSS):
@@ -329,9 +325,8 @@ def test_a_link_with_an_injected_trace_id_runs_no_attacker_sql(browser: Any, see
     ca = seeded_sidecar.data_dir / "ca" / "mitmproxy-ca.pem"
     key_line = next(x for x in ca.read_text().splitlines() if x and "-----" not in x)
     injection = f"' UNION ALL SELECT line, '', '', '', '', 0, 0, [], [], 0 FROM file('{ca}', 'LineAsString') --"
-    page, _ = open_board(browser, seeded_sidecar, f"llmtap-trace?trace_id={quote(injection)}")
-    text = page.inner_text("body")
+    with open_board(browser, seeded_sidecar, f"llmtap-trace?trace_id={quote(injection)}") as (page, _):
+        text = page.inner_text("body")
+        state = panel_states(page)[0]
     assert key_line not in text and "PRIVATE KEY" not in text
-    state = panel_states(page)[0]
     assert state["state"] == "rendered" and state["empty"], state  # the value was compared as a value: no such span
-    page.close()
