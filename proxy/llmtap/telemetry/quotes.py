@@ -137,7 +137,10 @@ class GenaiQuote(Quote):
         self.version = __version__
 
     def _linear(self) -> Linear | None:
-        key = (self.provider_id, self.model, tuple(sorted(self.context.items())), int(self.when.timestamp()) // 3600)
+        # One probe per hour and per time-of-day price in force: DeepSeek's off-peak prices start at :30 (16:30 UTC),
+        # so an hour alone gave a 16:45 call the price of the first call of its hour.
+        hour = int(self.when.timestamp()) // 3600
+        key = (self.provider_id, self.model, tuple(sorted(self.context.items())), hour, self._dayparts())
         try:
             return _LINEAR[key]
         except KeyError:
@@ -145,6 +148,18 @@ class GenaiQuote(Quote):
             if len(_LINEAR) > MAX_REMEMBERED:  # bounded like the model sets: arbitrary names must not grow it
                 _LINEAR.clear()
             return lin
+
+    def _dayparts(self) -> tuple[bool, ...]:
+        """Which of the model's time-of-day prices (genai-prices' ``TimeOfDateConstraint``, its prices or
+        variants) are in force at ``when``: ``()`` for a model without any, or that genai-prices does not know."""
+        ref = (self.provider_id, self.model)
+        try:
+            parts = _DAYPARTS[ref]
+        except KeyError:
+            parts = _DAYPARTS[ref] = _time_of_day_constraints(self)
+            if len(_DAYPARTS) > MAX_REMEMBERED:
+                _DAYPARTS.clear()
+        return tuple(c.active(self.when) for c in parts)
 
     def __call__(self, t: Tokens) -> tuple[float, float]:
         lin = self._linear()
@@ -197,6 +212,18 @@ class GenaiQuote(Quote):
             price_context=self.context or None,
         )
         return calc.input_price, calc.output_price, calc.total_price - calc.input_price - calc.output_price, calc
+
+
+def _time_of_day_constraints(q: GenaiQuote) -> tuple[Any, ...]:
+    from genai_prices.types import TimeOfDateConstraint
+
+    try:
+        model = q.calc(Tokens(0))[3].model
+    except Exception:  # a model genai-prices does not know: nothing to tell apart
+        return ()
+    found = [c.constraint for c in model.prices] if isinstance(model.prices, list) else []
+    found += [v.constraint for v in model.price_variants or ()]
+    return tuple(c for c in found if isinstance(c, TimeOfDateConstraint))
 
 
 def _overlaps(t: Tokens) -> dict[str, int]:
@@ -283,4 +310,5 @@ class Linear:
             return None
 
 
-_LINEAR: dict[tuple[str | None, str, tuple[tuple[str, str], ...], int], Linear | None] = {}
+_LINEAR: dict[tuple[str | None, str, tuple[tuple[str, str], ...], int, tuple[bool, ...]], Linear | None] = {}
+_DAYPARTS: dict[tuple[str | None, str], tuple[Any, ...]] = {}  # (provider, model) → its time-of-day constraints

@@ -78,3 +78,24 @@ def test_tiered_and_per_request_prices_are_not_linear() -> None:
         assert Linear.probe(q.calc) is None, (provider, model)
     linear = GenaiQuote("openai", "gpt-4o", {}, WHEN)
     assert Linear.probe(linear.calc) is not None
+
+
+def test_a_time_of_day_price_applies_from_its_minute_not_its_hour() -> None:
+    """DeepSeek's off-peak prices start at 16:30 UTC: calls every quarter hour of a day, in order (the fast path
+    probed once per hour, at its first call, gave 16:45 the 16:00 price), each priced as calc_price prices it at
+    its own time — for every model genai-prices gives a time-of-day price."""
+    from genai_prices.types import TimeOfDateConstraint
+
+    timed = [
+        (p.id, m.id)
+        for p in providers
+        for m in p.models
+        if isinstance(m.prices, list) and any(isinstance(c.constraint, TimeOfDateConstraint) for c in m.prices)
+    ]
+    assert ("deepseek", "deepseek-chat") in timed
+    t = Tokens(12_000, 3_000, 4_000)
+    day = datetime(2026, 12, 2, tzinfo=UTC).timestamp()
+    for provider, model in timed:
+        for quarter in range(96):
+            q = GenaiQuote(provider, model, {}, datetime.fromtimestamp(day + 900 * quarter, UTC))
+            assert q(t) == tuple(float(x) for x in q.calc(t)[:2]), (model, quarter // 4, quarter % 4 * 15)
