@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import CHROMIUM, FLAGS, sign_in
+from browser import CHROMIUM, FLAGS, redrawn, sign_in
 from helpers import LLMTAP, ClickHouseHTTP, Sidecar, free_port, start_sidecar, stop
 
 from llmtap.testing.scenarios import AGENT_SESSION
@@ -60,8 +60,21 @@ def browser(chromium: Any, sc: Sidecar) -> Iterator[Any]:
     ctx.close()
 
 
+OPEN: list[Any] = []  # the pages a test opened: closed when it ends, pass or fail (an open board refreshes every 30 s)
+
+
+@pytest.fixture(autouse=True)
+def _close_pages() -> Iterator[None]:
+    yield
+    while OPEN:
+        page = OPEN.pop()
+        if not page.is_closed():
+            page.close()
+
+
 def open_page(browser: Any, admin: int, fragment: str, height: int = 1000) -> tuple[Any, list[str]]:
     page = browser.new_page()
+    OPEN.append(page)
     page.set_viewport_size({"width": 1500, "height": height})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -206,45 +219,41 @@ def test_calls_explorer_filters_search_and_tooltips(browser: Any, sc: Sidecar) -
             f".panel table tr td:nth-child({idx + 1})", "tds => tds.map(t => t.textContent)"
         )
 
-    def settle() -> None:
-        page.wait_for_timeout(300)
-        wait_panels(page)
-
-    page.select_option("select[data-var=outcome]", "error")
-    settle()
+    with redrawn(page):
+        page.select_option("select[data-var=outcome]", "error")
     assert column("outcome") and set(column("outcome")) == {"error"}
     types = page.eval_on_selector("select[data-var=error_type]", "s => [...s.options].map(o => o.value)")
     assert "rate_limited" in types
-    page.select_option("select[data-var=error_type]", "rate_limited")
-    settle()
+    with redrawn(page):
+        page.select_option("select[data-var=error_type]", "rate_limited")
     assert set(column("error_type")) == {"rate_limited"}
-    page.select_option("select[data-var=outcome]", "$__all")
-    page.select_option("select[data-var=error_type]", "$__all")
-    settle()
-    page.select_option("select[data-var=tenant]", "globex")
-    settle()
+    with redrawn(page):
+        page.select_option("select[data-var=outcome]", "$__all")
+        page.select_option("select[data-var=error_type]", "$__all")
+    with redrawn(page):
+        page.select_option("select[data-var=tenant]", "globex")
     assert set(column("tenant")) == {"globex"}
-    page.fill("input[data-var=user]", "user-7")
-    page.press("input[data-var=user]", "Enter")
-    settle()
+    with redrawn(page):
+        page.fill("input[data-var=user]", "user-7")
+        page.press("input[data-var=user]", "Enter")
     assert column("user_id") and set(column("user_id")) == {"user-7"} and set(column("tenant")) == {"globex"}
     shot(page, "filters")
-    page.select_option("select[data-var=tenant]", "$__all")
-    page.fill("input[data-var=user]", "")
-    page.press("input[data-var=user]", "Enter")
-    settle()
+    with redrawn(page):
+        page.select_option("select[data-var=tenant]", "$__all")
+        page.fill("input[data-var=user]", "")
+        page.press("input[data-var=user]", "Enter")
     rid = sc.sql("SELECT request_id FROM llm_calls WHERE request_id != '' ORDER BY timestamp DESC LIMIT 1")[0][
         "request_id"
     ]
-    page.fill("input[data-var=request_id]", rid)
-    page.press("input[data-var=request_id]", "Enter")
-    settle()
+    with redrawn(page):
+        page.fill("input[data-var=request_id]", rid)
+        page.press("input[data-var=request_id]", "Enter")
     assert column("request_id") == [rid]
-    page.fill("input[data-var=request_id]", "")
-    page.press("input[data-var=request_id]", "Enter")
-    page.fill("input[data-var=search]", "synthetic overloaded")
-    page.press("input[data-var=search]", "Enter")
-    settle()
+    with redrawn(page):
+        page.fill("input[data-var=request_id]", "")
+        page.press("input[data-var=request_id]", "Enter")
+        page.fill("input[data-var=search]", "synthetic overloaded")
+        page.press("input[data-var=search]", "Enter")
     assert column("error_type") and set(column("error_type")) == {"overloaded"}
     assert errors == []
     page.close()
@@ -274,6 +283,7 @@ def test_a_store_that_goes_away_while_a_page_loads_loads_it_again_when_back(
     machine showed it): the banner comes, and when the next status check finds the store, the panels and the page
     load again by themselves (they stayed "waiting for the store" until a reload)."""
     page = browser.new_page()
+    OPEN.append(page)
     page.set_viewport_size({"width": 1500, "height": 1000})
     failed: list[str] = []
     gone = json.dumps({"error": "store unreachable: it went away", "store_unreachable": True})
