@@ -7,12 +7,16 @@ because here the variable values come from whoever sends the request:
 - **Values never enter the SQL text.** ``${v:singlequote}`` and ``$v`` become ClickHouse query
   parameters (``{p0:String}, {p1:String}``) returned beside the text; a variable inside a string
   literal or a comment of the panel SQL is refused (it could not be bound).
+- **The time range is bound too** (``{__from:Int64}``, ``{__to:Int64}``, and ``_ms``): a panel's text is the
+  same at every range and every refresh, so the SQL guard checks it once (its verdict cache) and the engine
+  parses only the read. ``expand`` gives the plugin's literal text.
 - **One pass, linear, bounded.** The text is scanned once, left to right; macro arguments come from
   the dashboard file (never from a value) and are expanded once; the output is capped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..durations import parse_duration
@@ -118,35 +122,43 @@ class _Expander:
     def __init__(self, ctx: QueryContext) -> None:
         self.ctx = ctx
         self.params: dict[str, str] = {}
-        f, t = int(ctx.from_s), int(ctx.to_s)
-        fm, tm = int(ctx.from_s * 1000), int(ctx.to_s * 1000)
+        self.times = {"__from": int(ctx.from_s), "__to": int(ctx.to_s)}
+        self.times |= {"__from_ms": int(ctx.from_s * 1000), "__to_ms": int(ctx.to_s * 1000)}
+        t = self.time
         iv = max(int(ctx.interval_s), 1)
-        self.funcs = {
+        self.funcs: dict[str, Callable[[list[str]], str]] = {
             "__timeFilter_ms": lambda a: (
-                f"{a[0]} >= fromUnixTimestamp64Milli({fm}) AND {a[0]} <= fromUnixTimestamp64Milli({tm})"
+                f"{a[0]} >= fromUnixTimestamp64Milli({t('__from_ms')})"
+                f" AND {a[0]} <= fromUnixTimestamp64Milli({t('__to_ms')})"
             ),
-            "__timeFilter": lambda a: f"{a[0]} >= toDateTime({f}) AND {a[0]} <= toDateTime({t})",
+            "__timeFilter": lambda a: f"{a[0]} >= toDateTime({t('__from')}) AND {a[0]} <= toDateTime({t('__to')})",
             "__timeInterval_ms": lambda a: (
                 f"toStartOfInterval(toDateTime64({a[0]}, 3), INTERVAL {iv * 1000} millisecond)"
             ),
             "__timeInterval": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {iv} second)",
             "__timeGroup": lambda a: f"toStartOfInterval(toDateTime({a[0]}), INTERVAL {_duration_s(a[1])} second)",
-            "__timeFrom": lambda a: f"{a[0]} >= toDateTime({f})",
-            "__timeTo": lambda a: f"{a[0]} <= toDateTime({t})",
-            "__dateFilter": lambda a: f"{a[0]} >= toDate({f}) AND {a[0]} <= toDate({t})",
+            "__timeFrom": lambda a: f"{a[0]} >= toDateTime({t('__from')})",
+            "__timeTo": lambda a: f"{a[0]} <= toDateTime({t('__to')})",
+            "__dateFilter": lambda a: f"{a[0]} >= toDate({t('__from')}) AND {a[0]} <= toDate({t('__to')})",
         }
-        self.values = {
-            "__fromTime_ms": f"fromUnixTimestamp64Milli({fm})",
-            "__toTime_ms": f"fromUnixTimestamp64Milli({tm})",
-            "__fromTime": f"toDateTime({f})",
-            "__toTime": f"toDateTime({t})",
-            "__interval_s": str(iv),
+        self.values: dict[str, Callable[[], str]] = {
+            "__fromTime_ms": lambda: f"fromUnixTimestamp64Milli({t('__from_ms')})",
+            "__toTime_ms": lambda: f"fromUnixTimestamp64Milli({t('__to_ms')})",
+            "__fromTime": lambda: f"toDateTime({t('__from')})",
+            "__toTime": lambda: f"toDateTime({t('__to')})",
+            "__interval_s": lambda: str(iv),
         }
+
+    def time(self, name: str) -> str:
+        """A bound time's placeholder; its value joins the query's parameters only when the text uses it (a
+        parameter the text does not use is refused by the read path)."""
+        self.params[name] = str(self.times[name])
+        return f"{{{name}:Int64}}"
 
     def bind(self, values: list[str]) -> str:
         names = []
         for v in values:
-            name = f"p{len(self.params)}"
+            name = f"p{sum(not k.startswith('__') for k in self.params)}"
             self.params[name] = v
             names.append(f"{{{name}:String}}")
         return ", ".join(names)
@@ -209,7 +221,7 @@ class _Expander:
                 return fn([self.expand(a, depth + 1) for a in args]), end
         for name, value in self.values.items():
             if sql.startswith("$" + name, i):
-                return value, i + 1 + len(name)
+                return value(), i + 1 + len(name)
         ref = _name_at(sql, i)
         if ref is not None and ref[0].startswith("__"):
             raise MacroError(f"unsupported macro in: {sql[i : i + 40]}")
@@ -235,5 +247,6 @@ def expand(sql: str, ctx: QueryContext) -> str:
     """Macros and variables expanded into one text (values quoted): for tests and tools over trusted values."""
     x = expand_query(sql, ctx)
     for name, value in sorted(x.params.items(), key=lambda kv: -len(kv[0])):
+        x.sql = x.sql.replace(f"{{{name}:Int64}}", value)  # a bound time: its number, as the plugin writes it
         x.sql = x.sql.replace(f"{{{name}:String}}", "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'")
     return x.sql

@@ -51,8 +51,24 @@ CTX = QueryContext(FROM, TO, 600)
     ],
 )
 def test_each_macro_expands_to_the_plugins_text(sql: str, text: str) -> None:
-    x = expand_query(sql, CTX)
-    assert (x.sql, x.params) == (text, {})
+    assert expand(sql, CTX) == text
+    x = expand_query(sql, CTX)  # the read path's form: the times bound, nothing else
+    assert set(x.params) <= {"__from", "__to", "__from_ms", "__to_ms"}
+    assert all(f"{{{name}:Int64}}" in x.sql for name in x.params)
+
+
+def test_the_time_range_is_bound_so_a_panel_is_one_text_at_every_range() -> None:
+    """A refresh moves the range: the text stays the same (the guard checks it once), the values move."""
+    sql = "SELECT count() FROM llm_calls WHERE $__timeFilter(timestamp) AND x > $__fromTime_ms AND $__timeTo(t)"
+    a, b = expand_query(sql, CTX), expand_query(sql, QueryContext(FROM + 30, TO + 30, 600))
+    assert a.sql == b.sql
+    assert a.sql == (
+        "SELECT count() FROM llm_calls WHERE timestamp >= toDateTime({__from:Int64}) AND timestamp <= "
+        "toDateTime({__to:Int64}) AND x > fromUnixTimestamp64Milli({__from_ms:Int64}) AND t <= toDateTime({__to:Int64})"
+    )
+    assert a.params == {"__from": "1700000000", "__to": "1700003600", "__from_ms": "1700000000250"}
+    assert b.params["__from"] == "1700000030"
+    assert expand_query("SELECT 1", CTX).params == {}  # a parameter the text does not use would be refused
 
 
 def test_an_interval_below_a_second_is_one_second() -> None:
