@@ -24,7 +24,7 @@ from mitmproxy import http
 
 from .. import handoff
 from .calls import KEY, CallState, Put
-from .wsrelay import UnparsedMessage
+from .wsrelay import RelayedMessage, UnparsedMessage
 
 
 def is_upgrade(flow: http.HTTPFlow) -> bool:
@@ -60,10 +60,11 @@ class WebSockets:
         state = self._state(flow)
         if state is not None and ws.messages:
             m = ws.messages[-1]
+            at = m.arrived if isinstance(m, RelayedMessage) else time.monotonic()  # the relay's own mark
             if isinstance(m, UnparsedMessage):
-                self._put(handoff.SocketUnparsed(state.call, m.from_client, time.monotonic(), m.why, m.stop))
+                self._put(handoff.SocketUnparsed(state.call, m.from_client, at, m.why, m.stop))
             else:
-                self._put(handoff.SocketMessage(state.call, m.from_client, time.monotonic(), m.content))
+                self._put(handoff.SocketMessage(state.call, m.from_client, at, m.content))
         ws.messages.clear()  # observed: mitmproxy would keep every message for the socket's lifetime
 
     def end(self, flow: http.HTTPFlow, reason: str = "") -> None:

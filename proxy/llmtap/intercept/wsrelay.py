@@ -68,11 +68,22 @@ class WSLimits:
         )
 
 
-class UnparsedMessage(WebSocketMessage):
+class RelayedMessage(WebSocketMessage):
+    """A message as the relay saw it, with ``arrived``: when its last bytes reached the relay
+    (``time.monotonic()``, before they were passed on). The hook that records it runs later, after the
+    event loop's other work: on a busy machine a mark taken there came milliseconds late, and a ttfb
+    could come out shorter than the upstream's own pause."""
+
+    def __init__(self, opcode: Opcode, from_client: bool, content: bytes, arrived: float) -> None:
+        super().__init__(opcode, from_client, content)
+        self.arrived = arrived
+
+
+class UnparsedMessage(RelayedMessage):
     """A message the relay passed on without parsing it (``stop``: nor will it parse the socket any more)."""
 
-    def __init__(self, from_client: bool, size: int, why: str, stop: bool) -> None:
-        super().__init__(Opcode.BINARY, from_client, b"")
+    def __init__(self, from_client: bool, size: int, why: str, stop: bool, arrived: float) -> None:
+        super().__init__(Opcode.BINARY, from_client, b"", arrived)
         self.size, self.why, self.stop = size, why, stop
 
 
@@ -104,6 +115,8 @@ class RelayLayer(mitm_ws.WebsocketLayer):
             side: limits.reader(deflate, reset) for side, reset in ((True, client_reset), (False, server_reset))
         }
         self._closes: set[bool] = set()  # sides whose close frame went through
+        now = time.monotonic()
+        self._arrived = {True: now, False: now}  # per side: when its last bytes reached the relay
         self._ended = False  # the end hook ran: messages are no longer handed over
         self._stopped = False  # the capture was told to stop (a direction given up)
         self._waking = False  # a wake-up is requested (parsing left over from the last step)
@@ -124,6 +137,7 @@ class RelayLayer(mitm_ws.WebsocketLayer):
         assert isinstance(event, events.ConnectionEvent)
         from_client = event.connection == self.context.client
         if isinstance(event, events.DataReceived):
+            self._arrived[from_client] = time.monotonic()
             yield commands.SendData(self.context.server if from_client else self.context.client, event.data)
             self._feed(from_client, event.data)
             yield from self._parse(LOOP_STEP)
@@ -169,16 +183,17 @@ class RelayLayer(mitm_ws.WebsocketLayer):
         if self._ended:
             return
         if isinstance(ev, Message):
-            ws.messages.append(WebSocketMessage(Opcode.TEXT if ev.text else Opcode.BINARY, side, ev.payload))
+            opcode = Opcode.TEXT if ev.text else Opcode.BINARY
+            ws.messages.append(RelayedMessage(opcode, side, ev.payload, self._arrived[side]))
         elif isinstance(ev, Unparsed):
-            ws.messages.append(UnparsedMessage(side, ev.size, ev.why, False))
+            ws.messages.append(UnparsedMessage(side, ev.size, ev.why, False, self._arrived[side]))
         else:
             if self._stopped:
                 return
             self._stopped = True
             for reader in self.readers.values():  # the capture stops for the socket: both sides' reading too
                 reader.give_up(ev.why)  # (their close frames are still seen)
-            ws.messages.append(UnparsedMessage(side, 0, ev.why, True))
+            ws.messages.append(UnparsedMessage(side, 0, ev.why, True, self._arrived[side]))
         yield mitm_ws.WebsocketMessageHook(self.flow)
 
     def _end(self, by_client: bool, code: int, reason: str) -> Iterator[Any]:

@@ -190,9 +190,7 @@ SchemaOutcome = Literal["created", "upgraded", "current"]
 """What :func:`apply_schema` did: made a new store, brought an earlier one up to date, or found it current."""
 
 
-def apply_schema(
-    execute: Callable[[str], Any], scalar: Callable[[str], Any], db: str = DEFAULT_DB
-) -> SchemaOutcome:
+def apply_schema(execute: Callable[[str], Any], scalar: Callable[[str], Any], db: str = DEFAULT_DB) -> SchemaOutcome:
     """Create what is missing, upgrade what an earlier version made, record the version.
 
     A store without any of llmtap's tables is new: its tables are created at today's schema and the version is
