@@ -223,6 +223,21 @@ def test_check_cost(tmp_path: Path, regressed: bool) -> None:
         ]
 
 
+def test_a_call_earlier_in_the_same_second_is_in_the_window(inproc_store: ChdbBackend) -> None:
+    """The rules and check-cost evaluate at ``NOW`` with the timestamps' precision: ``timestamp <= now()`` (whole
+    seconds) left out a call made earlier in the evaluation's own second — check-cost right after a call counted 0."""
+    from llmtap.admin.queries import cost_regression_sql
+
+    while time.time() % 1 > 0.3:  # early in a second: the row and the query share it (that is the case)
+        time.sleep(0.02)
+    service = f"same-second-{time.time_ns()}"
+    r = next(synthetic.generate(1, time.time() - 0.002, time.time() - 0.001, seed=11, steady=True))
+    r.service, r.outcome, r.error_type = service, "ok", ""
+    inproc_store.insert_spans([otel_traces_row(r)], service)
+    (row,) = run(inproc_store, cost_regression_sql(3600, 7, (), 0, f"service = '{service}'"))
+    assert row["current_calls"] == 1
+
+
 def test_check_cost_bad_input() -> None:
     r = cli("check-cost", "--window", "soon")
     assert r.returncode != 0 and "duration" in r.stderr

@@ -26,9 +26,11 @@ GROUP_COLUMNS = {
 }
 
 
-NOW = "now()"
-"""The evaluation time in the rules' SQL: Grafana evaluates at ``now()``; the sidecar's own alerting
-(:mod:`llmtap.alerts`) also evaluates at past times to judge a rule's pending period on stored history."""
+NOW = "now64(6)"
+"""The evaluation time in the rules' SQL: Grafana evaluates at ``now64(6)``; the sidecar's own alerting
+(:mod:`llmtap.alerts`) also evaluates at past times to judge a rule's pending period on stored history.
+Microseconds, as ``timestamp`` and :meth:`AlertRule.sql_at`: ``now()`` is whole seconds, and ``timestamp <= now()``
+left out a call made earlier in the same second (``check-cost`` right after a call counted 0 calls)."""
 
 
 def _baseline_window(window_s: int, baseline_days: int, t1: str = NOW) -> str:
@@ -154,7 +156,7 @@ class AlertRule:
 
     @property
     def sql(self) -> str:
-        """The query at ``now()``, as Grafana runs it."""
+        """The query at ``now64(6)``, as Grafana runs it."""
         return self.build(NOW)
 
     def sql_at(self, t: float) -> str:
