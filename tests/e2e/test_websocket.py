@@ -8,8 +8,11 @@ Every payload is compared byte for byte with what the mock logged on its side.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -303,6 +306,28 @@ def test_realtime_beta_client_and_refused_upgrade(proxied: Sidecar) -> None:
     )
 
 
+@contextlib.contextmanager
+def opened(proxied: Sidecar, mock: Mock, sid: str) -> Iterator[Any]:
+    """A Realtime socket through the sidecar, or a failure within 30 s that says where the upgrade stopped.
+
+    Once (CI, stop 39) an upgrade was not answered within the client's 10 s and websockets' clean-up then waited on
+    the socket until the test's 180 s timeout, saying nothing of where it stopped: the mock's log and the sidecar's
+    /healthz say it here."""
+    manager = oai().realtime.connect(model="gpt-realtime", extra_headers=headers(sid))
+    got: list[Any] = []
+    t = threading.Thread(target=lambda: got.append(manager.__enter__()), daemon=True)
+    t.start()
+    t.join(30)
+    if not got:
+        seen = [s["headers"].get("x-mock-socket") for s in mock.sockets()].count(sid)
+        health = proxied.admin_request("GET", "/healthz")[1].decode(errors="replace")
+        pytest.fail(f"the upgrade of {sid} was not answered in 30 s: the mock saw it {seen}x; /healthz {health}")
+    try:
+        yield got[0]
+    finally:
+        manager.__exit__(None, None, None)
+
+
 def test_frames_are_not_held_back(proxied: Sidecar, mock: Mock) -> None:
     """Each server message reaches the client right after the mock sent it, the socket's first
     ones included (the mock logs each message's send time; same clock)."""
@@ -311,7 +336,7 @@ def test_frames_are_not_held_back(proxied: Sidecar, mock: Mock) -> None:
     for _ in range(4):
         sid = session_id()
         received: list[float] = []
-        with oai().realtime.connect(model="gpt-realtime", extra_headers=headers(sid)) as conn:
+        with opened(proxied, mock, sid) as conn:
             conn.recv_bytes()  # session.created, sent right after the 101
             received.append(time.time())
             conn.send_raw(json.dumps({"type": "response.create", "response": {"output_modalities": ["text"]}}))
