@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -23,7 +24,30 @@ LLMTAP = [sys.executable, "-m", "llmtap"]
 LLMTAP_PY = [sys.executable, "-m"]
 
 
+_PORTS = random.SystemRandom()  # not the seedable module state: two test workers never draw the same sequence
+
+
 def free_port() -> int:
+    """A loopback port free now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for port 0 is an ephemeral one: once closed here, any process's next outgoing
+    connection may take it as its local port before the server this port is for binds it (a parallel suite lost a
+    sidecar start so: "the address is already in use"). Below that range only a server asking for that very port
+    can take it."""
+    low = 32768
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    if low > 2048:
+        for _ in range(100):
+            port = _PORTS.randrange(max(1024, low - 20000), low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -168,8 +192,31 @@ def start_sidecar(
     admin_port: int = 0,
     service: str = "",
 ) -> Sidecar:
-    """``llmtap run`` on free loopback ports (or the ones given), dialing ``mock`` for the providers."""
-    listen, admin = listen_port or free_port(), admin_port or free_port()
+    """``llmtap run`` on free loopback ports (or the ones given), dialing ``mock`` for the providers.
+
+    Ports it chose that another process bound first (llmtap refuses to start: "already in use") are chosen again,
+    twice at most."""
+    for attempt in range(3):
+        sc = _start_sidecar(data_dir, mock, extra, env, listen_port or free_port(), admin_port or free_port(), service)
+        try:
+            wait_healthy(sc)
+            return sc
+        except Exception as e:
+            stop(sc.proc)
+            if attempt == 2 or listen_port or admin_port or "already in use" not in str(e):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_sidecar(
+    data_dir: Path,
+    mock: Mock | None,
+    extra: tuple[str, ...],
+    env: dict[str, str] | None,
+    listen: int,
+    admin: int,
+    service: str,
+) -> Sidecar:
     if service:
         extra = (*extra, "--service", service)
     args = [
@@ -198,11 +245,6 @@ def start_sidecar(
     sc = Sidecar(proc, listen, admin, data_dir, log)
     if "--admin-token" in extra:
         sc.admin_token = extra[list(extra).index("--admin-token") + 1]
-    try:
-        wait_healthy(sc)
-    except Exception:
-        stop(proc)
-        raise
     return sc
 
 
